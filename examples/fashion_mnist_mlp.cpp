@@ -1,0 +1,22 @@
+// Trains a multilayer perceptron on Fashion-MNIST and reports test accuracy.
+#include <tandem/tandem.h>
+
+namespace tl = tandem::layers;
+
+int main() {
+  tandem::set_random_seed(42);
+  auto [train, test] = tandem::datasets::fashion_mnist();
+
+  tandem::Sequential model({tl::InputLayer({28, 28}), tl::Flatten(), tl::Dense(256, "relu"), tl::Dense(256, "relu"),
+                            tl::Dense(10)});
+  model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
+                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
+  model.summary();
+
+  model.fit(train, {.epochs = 5, .batch_size = 128, .validation_data = test});
+  const tandem::Logs result = model.evaluate(test, {.batch_size = 512, .verbose = 0});
+  std::printf("test accuracy: %.4f  test loss: %.4f\n", result.at("accuracy"), result.at("loss"));
+  std::printf("planned arena for one training step: %.2f MB\n", double(model.planned_arena_bytes()) / (1 << 20));
+  return 0;
+}

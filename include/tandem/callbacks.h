@@ -1,0 +1,92 @@
+// Callbacks: hooks into fit/evaluate/predict, the Keras-style progress bar and History.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+class Model;
+
+// Metric name -> value. A std::map keeps keys sorted, which is the order Keras 3 prints them in.
+using Logs = std::map<std::string, double>;
+
+struct TrainParams {
+  int epochs = 1;
+  int64_t steps = 0;  // batches per epoch
+  int verbose = 1;
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  void set_model(Model* model) { model_ = model; }
+  void set_params(const TrainParams& params) { params_ = params; }
+
+  virtual void on_train_begin(const Logs&) {}
+  virtual void on_train_end(const Logs&) {}
+  virtual void on_epoch_begin(int /*epoch*/, const Logs&) {}
+  virtual void on_epoch_end(int /*epoch*/, const Logs&) {}
+  virtual void on_train_batch_begin(int64_t /*batch*/, const Logs&) {}
+  virtual void on_train_batch_end(int64_t /*batch*/, const Logs&) {}
+  virtual void on_test_begin(const Logs&) {}
+  virtual void on_test_end(const Logs&) {}
+  virtual void on_test_batch_end(int64_t /*batch*/, const Logs&) {}
+  virtual void on_predict_begin(const Logs&) {}
+  virtual void on_predict_end(const Logs&) {}
+  virtual void on_predict_batch_end(int64_t /*batch*/, const Logs&) {}
+
+ protected:
+  Model* model_ = nullptr;
+  TrainParams params_;
+};
+
+using CallbackPtr = std::shared_ptr<Callback>;
+
+// Per-epoch values of every log key (val_* included), as Keras's History.
+class History : public Callback {
+ public:
+  std::map<std::string, std::vector<double>> history;
+  std::vector<int> epoch;
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+};
+
+// The progress bar Keras 3 prints: `469/469 ━━━━━━━━━━━━━━━━━━━━ 2s 4ms/step - accuracy: 0.8721 - loss: 0.3563`.
+// verbose 1: a live bar redrawn at most every 50 ms with an ETA; verbose 2: one line per epoch.
+// `clock` returns seconds; it is injectable so tests can check the text.
+class ProgbarLogger : public Callback {
+ public:
+  explicit ProgbarLogger(std::ostream& out, std::function<double()> clock = {});
+  void on_train_begin(const Logs&) override;
+  void on_train_end(const Logs&) override;  // leaving fit: evaluate() shows its bar again
+  void on_epoch_begin(int epoch, const Logs&) override;
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  void on_epoch_end(int epoch, const Logs& logs) override;
+  void on_test_begin(const Logs&) override;
+  void on_test_batch_end(int64_t batch, const Logs& logs) override;
+  void on_test_end(const Logs& logs) override;
+  void on_predict_begin(const Logs&) override;
+  void on_predict_batch_end(int64_t batch, const Logs& logs) override;
+  void on_predict_end(const Logs&) override;
+  void set_test_steps(int64_t steps) { test_steps_ = steps; }  // evaluate/predict bars' target
+
+ private:
+  struct Bar;
+  std::shared_ptr<Bar> bar_;
+  std::ostream& out_;
+  std::function<double()> clock_;
+  int64_t test_steps_ = 0;
+  bool in_fit_ = false;
+};
+
+namespace callbacks {
+// Constructors that read like Keras: `.callbacks = {tandem::callbacks::Lambda(...)}`.
+CallbackPtr Lambda(std::function<void(int epoch, const Logs&)> on_epoch_end);
+}  // namespace callbacks
+
+}  // namespace tandem

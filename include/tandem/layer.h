@@ -1,0 +1,104 @@
+// Layers and symbolic tensors: the functional API. A layer called on symbols records a call; a
+// Model traces those calls into a static graph for each batch size it runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tandem/tensor.h"
+
+namespace tandem {
+
+namespace graph {
+struct Value;
+}
+class CallContext;  // what a layer's call() emits into; defined in the library
+class Layer;
+
+// A persistent tensor owned by a layer or optimizer: weights, slots, statistics.
+class Variable {
+ public:
+  Variable(std::string path, Tensor value, bool trainable);
+  int id() const { return id_; }
+  const std::string& path() const { return path_; }  // "dense_1/kernel"
+  const std::string& name() const { return name_; }  // "kernel"
+  bool trainable() const { return trainable_; }
+  Tensor& value() { return value_; }
+  const Tensor& value() const { return value_; }
+  void assign(const Tensor& t);  // checks shape and dtype, copies into the existing storage
+
+ private:
+  int id_;
+  std::string path_, name_;
+  Tensor value_;
+  bool trainable_;
+};
+using VariablePtr = std::shared_ptr<Variable>;
+
+// A symbolic tensor: the output of Input() or of a layer call. Its batch dimension is None (-1).
+class Symbol {
+ public:
+  struct Node;  // producer layer, inputs, output shape
+  Symbol() = default;
+  explicit Symbol(std::shared_ptr<Node> node) : node_(std::move(node)) {}
+  const Shape& shape() const;
+  DType dtype() const;
+  const std::shared_ptr<Node>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<Node> node_;
+};
+
+// A model input of the given shape (batch excluded), like keras.Input.
+Symbol Input(Shape shape, DType dtype = DType::F32, const std::string& name = "");
+
+class Layer : public std::enable_shared_from_this<Layer> {
+ public:
+  virtual ~Layer() = default;
+  const std::string& name() const { return name_; }
+  virtual std::string class_name() const = 0;
+  bool built() const { return built_; }
+  const std::vector<VariablePtr>& weights() const { return weights_; }
+  int64_t count_params() const;
+  std::vector<Tensor> get_weights() const;
+  void set_weights(const std::vector<Tensor>& values);  // same order and shapes as weights()
+
+  Symbol operator()(const Symbol& x);
+  Symbol operator()(const std::vector<Symbol>& xs);
+
+  // Creates the weights for inputs of these shapes (batch excluded); called once, on first use.
+  void build_for(const std::vector<Shape>& input_shapes);
+  // Emits the layer's ops into ctx's graph and returns its output (library use).
+  virtual graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) = 0;
+
+ protected:
+  Layer(const std::string& class_prefix, const std::string& name);
+  virtual void build(const std::vector<Shape>& /*input_shapes*/) {}
+  VariablePtr add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable = true);
+
+ private:
+  std::string name_;
+  bool built_ = false;
+  std::vector<VariablePtr> weights_;
+};
+
+// What layer factories return: shares the layer; calling it applies the layer (sharing weights).
+class LayerRef {
+ public:
+  LayerRef(std::shared_ptr<Layer> layer) : layer_(std::move(layer)) {}
+  Symbol operator()(const Symbol& x) const { return (*layer_)(x); }
+  Symbol operator()(const std::vector<Symbol>& xs) const { return (*layer_)(xs); }
+  Layer* operator->() const { return layer_.get(); }
+  Layer& operator*() const { return *layer_; }
+  const std::shared_ptr<Layer>& ptr() const { return layer_; }
+
+ private:
+  std::shared_ptr<Layer> layer_;
+};
+
+// The seed behind every initializer, dropout mask and shuffle (keras.utils.set_random_seed).
+void set_random_seed(uint64_t seed);
+
+}  // namespace tandem

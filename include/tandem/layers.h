@@ -1,0 +1,29 @@
+// The built-in layers, with Keras 3's names, arguments and defaults.
+#pragma once
+
+#include <string>
+
+#include "tandem/layer.h"
+
+namespace tandem::layers {
+
+struct DenseOptions {
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name;
+};
+// y = activation(x · kernel + bias); kernel (in, units), bias (units). activation "" = linear.
+LayerRef Dense(int64_t units, const std::string& activation = "", const DenseOptions& options = {});
+
+LayerRef Flatten(const std::string& name = "");
+// Reshapes each sample (batch excluded); one dimension may be -1.
+LayerRef Reshape(Shape target_shape, const std::string& name = "");
+// "relu", "sigmoid", "tanh", "gelu", "softmax", "log_softmax", "linear".
+LayerRef Activation(const std::string& activation, const std::string& name = "");
+// Inverted dropout during training; identity in evaluate and predict.
+LayerRef Dropout(double rate, const std::string& name = "");
+// The first element of a Sequential that fixes its input shape (batch excluded).
+LayerRef InputLayer(Shape shape, const std::string& name = "");
+
+}  // namespace tandem::layers

@@ -1,0 +1,40 @@
+// Loss functions (Keras 3 semantics: reduction "sum_over_batch_size", probabilities clipped to 1e-7).
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace tandem {
+
+namespace graph {
+class Graph;
+struct Value;
+}
+
+class Loss {
+ public:
+  virtual ~Loss() = default;
+  virtual std::string name() const = 0;  // "sparse_categorical_crossentropy"
+  // Whether targets are integer class ids.
+  virtual bool sparse_targets() const { return false; }
+  // The accuracy metric that "accuracy" means with this loss.
+  virtual std::string accuracy_metric() const { return "categorical_accuracy"; }
+  // Library use: per-sample losses, shape (batch, ...) without the class axis.
+  virtual graph::Value per_sample(graph::Graph& g, const graph::Value& pred, const graph::Value& target) const = 0;
+};
+using LossPtr = std::shared_ptr<Loss>;
+
+namespace losses {
+
+struct CrossentropyOptions { bool from_logits = false; };
+
+LossPtr SparseCategoricalCrossentropy(const CrossentropyOptions& options = {});
+LossPtr CategoricalCrossentropy(const CrossentropyOptions& options = {});
+LossPtr BinaryCrossentropy(const CrossentropyOptions& options = {});
+LossPtr MeanSquaredError();
+LossPtr MeanAbsoluteError();
+// Keras's string names ("sparse_categorical_crossentropy", "mse", ...); ValueError otherwise.
+LossPtr get(const std::string& name);
+
+}  // namespace losses
+}  // namespace tandem

@@ -1,0 +1,13 @@
+// Tandem: a Keras-style training framework. Include this one header.
+#pragma once
+
+#include "tandem/callbacks.h"
+#include "tandem/data.h"
+#include "tandem/distribute.h"
+#include "tandem/errors.h"
+#include "tandem/layer.h"
+#include "tandem/layers.h"
+#include "tandem/losses.h"
+#include "tandem/model.h"
+#include "tandem/optimizers.h"
+#include "tandem/tensor.h"

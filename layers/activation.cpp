@@ -1,0 +1,28 @@
+// Activation: applies a named activation function.
+#include "layers/activations.h"
+#include "model/call_context.h"
+#include "tandem/layers.h"
+
+namespace tandem::layers {
+
+namespace {
+class ActivationLayer : public Layer {
+ public:
+  ActivationLayer(std::string activation, const std::string& name) : Layer("activation", name), activation_(std::move(activation)) {
+    check_activation(activation_, "Activation \"" + this->name() + "\"");
+  }
+  std::string class_name() const override { return "Activation"; }
+  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+    return apply_activation(ctx.g, inputs[0], activation_);
+  }
+
+ private:
+  std::string activation_;
+};
+}  // namespace
+
+LayerRef Activation(const std::string& activation, const std::string& name) {
+  return LayerRef(std::make_shared<ActivationLayer>(activation, name));
+}
+
+}  // namespace tandem::layers

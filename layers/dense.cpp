@@ -1,0 +1,50 @@
+// Dense: y = activation(x · kernel + bias), kernel (in, units) as Keras stores it.
+#include "layers/activations.h"
+#include "model/call_context.h"
+#include "ops/ops.h"
+#include "tandem/errors.h"
+#include "tandem/layers.h"
+
+namespace tandem::layers {
+
+namespace {
+class DenseLayer : public Layer {
+ public:
+  DenseLayer(int64_t units, std::string activation, DenseOptions o)
+      : Layer("dense", o.name), units_(units), activation_(std::move(activation)), opts_(std::move(o)) {
+    if (units_ <= 0) throw ValueError("Dense \"" + name() + "\": units must be positive, got " + std::to_string(units_));
+    check_activation(activation_, "Dense \"" + name() + "\"");
+  }
+  std::string class_name() const override { return "Dense"; }
+
+  void build(const std::vector<Shape>& in) override {
+    if (in.size() != 1 || in[0].rank() < 1)
+      throw ShapeError("Dense \"" + name() + "\": expected one input of rank >= 2 (batch included), got rank " +
+                       std::to_string(in.empty() ? 0 : in[0].rank() + 1));
+    kernel_ = add_weight("kernel", {in[0].back(), units_}, opts_.kernel_initializer);
+    if (opts_.use_bias) bias_ = add_weight("bias", {units_}, opts_.bias_initializer);
+  }
+
+  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+    const Shape& x = ctx.g.type(inputs[0]).shape;
+    if (x.rank() < 2 || x.back() != kernel_->value().shape()[0])
+      throw ShapeError("Dense \"" + name() + "\": expected input of last dimension " +
+                       std::to_string(kernel_->value().shape()[0]) + ", got " + x.without_batch().with_batch(-1).str());
+    graph::Value y = ops::matmul(ctx.g, inputs[0], ctx.variable(*kernel_));
+    if (bias_) y = ops::bias_add(ctx.g, y, ctx.variable(*bias_));
+    return apply_activation(ctx.g, y, activation_);
+  }
+
+ private:
+  int64_t units_;
+  std::string activation_;
+  DenseOptions opts_;
+  VariablePtr kernel_, bias_;
+};
+}  // namespace
+
+LayerRef Dense(int64_t units, const std::string& activation, const DenseOptions& options) {
+  return LayerRef(std::make_shared<DenseLayer>(units, activation, options));
+}
+
+}  // namespace tandem::layers

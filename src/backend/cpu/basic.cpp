@@ -1,0 +1,68 @@
+// fill, scale, cast and reshape.
+#include <cstring>
+
+#include "backend/cpu/kernel_util.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+template <class T>
+KernelFn make_fill(const KernelInit& k) {
+  T* y = out<T>(k);
+  const int64_t n = numel(k.out_type());
+  const T v = static_cast<T>(k.node.attrs.f("value"));
+  return [=] { std::fill(y, y + n, v); };
+}
+
+template <class T>
+KernelFn make_scale(const KernelInit& k) {
+  const T* x = in<T>(k, 0);
+  T* y = out<T>(k);
+  const int64_t n = numel(k.out_type());
+  const T f = static_cast<T>(k.node.attrs.f("factor"));
+  Context* ctx = &context(k);
+  return [=] { ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) y[i] = x[i] * f; }); };
+}
+
+template <class From, class To>
+KernelFn cast_loop(const KernelInit& k) {
+  const From* x = in<From>(k, 0);
+  To* y = out<To>(k);
+  const int64_t n = numel(k.out_type());
+  return [=] { for (int64_t i = 0; i < n; ++i) y[i] = static_cast<To>(x[i]); };
+}
+
+template <class From>
+KernelFn make_cast(const KernelInit& k) {
+  switch (k.out_type().dtype) {
+    case DType::F32: return cast_loop<From, float>(k);
+    case DType::F64: return cast_loop<From, double>(k);
+    case DType::I32: return cast_loop<From, int32_t>(k);
+    case DType::I64: return cast_loop<From, int64_t>(k);
+  }
+  return {};
+}
+
+// The memory planner makes a reshape share its input's buffer; a copy is only needed when it could not.
+KernelFn make_reshape(const KernelInit& k) {
+  const void* x = k.in[0];
+  void* y = k.out[0];
+  const std::size_t bytes = k.out_type().bytes();
+  if (x == y) return {};
+  return [=] { std::memcpy(y, x, bytes); };
+}
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("fill", make_fill);
+REGISTER_KERNEL("fill", DeviceKind::Cpu, DType::I64, make_fill<int64_t>);
+REGISTER_KERNEL("fill", DeviceKind::Cpu, DType::I32, make_fill<int32_t>);
+REGISTER_CPU_FLOAT_KERNEL("scale", make_scale);
+REGISTER_CPU_FLOAT_KERNEL("cast", make_cast);
+REGISTER_KERNEL("cast", DeviceKind::Cpu, DType::I32, make_cast<int32_t>);
+REGISTER_KERNEL("cast", DeviceKind::Cpu, DType::I64, make_cast<int64_t>);
+REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::F32, make_reshape);
+REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::F64, make_reshape);
+REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::I32, make_reshape);
+REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::I64, make_reshape);
+
+}  // namespace tandem::backend::cpu

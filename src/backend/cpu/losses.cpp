@@ -1,0 +1,190 @@
+// Per-row losses and their gradients: cross-entropy (fused with softmax when from logits), binary
+// cross-entropy, squared and absolute error. Labels were range-checked before training started.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/kernel_util.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+constexpr double kEpsilon = 1e-7;  // Keras's backend epsilon, used for clipping probabilities
+
+// Target probability of class j in row r: one-hot of an integer label, or the dense target.
+template <class T>
+struct Target {
+  const void* data;
+  DType dtype;
+  bool sparse;
+  int64_t classes;
+  T at(int64_t r, int64_t j) const {
+    if (!sparse) return static_cast<const T*>(data)[r * classes + j];
+    const int64_t label = dtype == DType::I32 ? static_cast<const int32_t*>(data)[r] : static_cast<const int64_t*>(data)[r];
+    return label == j ? T(1) : T(0);
+  }
+};
+
+// For probabilities: p_j = clip(pred_j / Σ pred, ε, 1 − ε). Returns Σ pred.
+template <class T>
+T normalise_clip(const T* pred, int64_t c, T* q) {
+  T s = 0;
+  for (int64_t j = 0; j < c; ++j) s += pred[j];
+  for (int64_t j = 0; j < c; ++j) q[j] = std::clamp(pred[j] / s, T(kEpsilon), T(1 - kEpsilon));
+  return s;
+}
+
+template <class T>
+struct CeSetup {
+  const T* pred;
+  Target<T> target;
+  int64_t rows, classes;
+  bool logits;
+  CeSetup(const KernelInit& k, int pred_input)
+      : pred(in<T>(k, pred_input)),
+        target{k.in[static_cast<std::size_t>(pred_input + 1)], k.in_types[static_cast<std::size_t>(pred_input + 1)].dtype,
+               k.node.attrs.b("sparse"), k.in_types[static_cast<std::size_t>(pred_input)].shape.back()},
+        rows(numel(k.in_types[static_cast<std::size_t>(pred_input)]) / target.classes),
+        classes(target.classes),
+        logits(k.node.attrs.b("from_logits")) {}
+};
+
+template <class T>
+KernelFn make_cross_entropy(const KernelInit& k) {
+  const CeSetup<T> s(k, 0);
+  T* loss = out<T>(k);
+  Context* ctx = &context(k);
+  return [=] {
+    ctx->parallel_for(s.rows, 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* z = s.pred + r * s.classes;
+        T l = 0;
+        if (s.logits) {
+          T mx = *std::max_element(z, z + s.classes), sum = 0;
+          for (int64_t j = 0; j < s.classes; ++j) sum += std::exp(z[j] - mx);
+          const T lse = mx + std::log(sum);
+          for (int64_t j = 0; j < s.classes; ++j) l -= s.target.at(r, j) * (z[j] - lse);
+        } else {
+          T total = 0;
+          for (int64_t j = 0; j < s.classes; ++j) total += z[j];
+          for (int64_t j = 0; j < s.classes; ++j)
+            l -= s.target.at(r, j) * std::log(std::clamp(z[j] / total, T(kEpsilon), T(1 - kEpsilon)));
+        }
+        loss[r] = l;
+      }
+    });
+  };
+}
+
+// Inputs (dy per row, pred, target). From logits: dz_j = dy·(Σt·softmax_j − t_j).
+// From probabilities: dL/dq_j = −t_j/q_j inside the clip range (0 outside), then through the
+// normalisation p = pred/Σpred: dpred_j = (g_j − Σ_i g_i p_i)/Σpred.
+template <class T>
+KernelFn make_cross_entropy_grad(const KernelInit& k) {
+  const CeSetup<T> s(k, 1);
+  const T* dy = in<T>(k, 0);
+  T* dz = out<T>(k);
+  Context* ctx = &context(k);
+  return [=] {
+    ctx->parallel_for(s.rows, 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* z = s.pred + r * s.classes;
+        T* d = dz + r * s.classes;
+        if (s.logits) {
+          T mx = *std::max_element(z, z + s.classes), sum = 0, tsum = 0;
+          for (int64_t j = 0; j < s.classes; ++j) sum += std::exp(z[j] - mx), tsum += s.target.at(r, j);
+          for (int64_t j = 0; j < s.classes; ++j) d[j] = dy[r] * (tsum * std::exp(z[j] - mx) / sum - s.target.at(r, j));
+        } else {
+          T total = 0, gp = 0;
+          for (int64_t j = 0; j < s.classes; ++j) total += z[j];
+          for (int64_t j = 0; j < s.classes; ++j) {
+            const T p = z[j] / total;
+            d[j] = (p > T(kEpsilon) && p < T(1 - kEpsilon)) ? -s.target.at(r, j) / p : T(0);
+            gp += d[j] * p;
+          }
+          for (int64_t j = 0; j < s.classes; ++j) d[j] = dy[r] * (d[j] - gp) / total;
+        }
+      }
+    });
+  };
+}
+
+// Elementwise losses averaged over the last axis: loss(p, t) and its derivatives.
+struct Bce {
+  bool logits;
+  template <class T> T loss(T p, T t) const {
+    if (logits) return std::max(p, T(0)) - p * t + std::log1p(std::exp(-std::abs(p)));
+    p = std::clamp(p, T(kEpsilon), T(1 - kEpsilon));
+    return -(t * std::log(p) + (T(1) - t) * std::log(T(1) - p));
+  }
+  template <class T> T d_pred(T p, T t) const {
+    if (logits) return T(1) / (T(1) + std::exp(-p)) - t;
+    if (p <= T(kEpsilon) || p >= T(1 - kEpsilon)) return T(0);
+    return -t / p + (T(1) - t) / (T(1) - p);
+  }
+  template <class T> T d_target(T p, T) const {
+    if (logits) return -p;
+    p = std::clamp(p, T(kEpsilon), T(1 - kEpsilon));
+    return -std::log(p) + std::log(T(1) - p);
+  }
+};
+struct Squared {
+  template <class T> T loss(T p, T t) const { return (p - t) * (p - t); }
+  template <class T> T d_pred(T p, T t) const { return T(2) * (p - t); }
+  template <class T> T d_target(T p, T t) const { return T(2) * (t - p); }
+};
+struct Absolute {
+  template <class T> T loss(T p, T t) const { return std::abs(p - t); }
+  template <class T> T d_pred(T p, T t) const { return p > t ? T(1) : p < t ? T(-1) : T(0); }
+  template <class T> T d_target(T p, T t) const { return -d_pred(p, t); }
+};
+
+template <class T, class L>
+KernelFn rowwise_loss(const KernelInit& k, L l) {
+  const T* p = in<T>(k, 0);
+  const T* t = in<T>(k, 1);
+  T* y = out<T>(k);
+  const int64_t c = k.in_types[0].shape.back(), rows = numel(k.in_types[0]) / c;
+  return [=] {
+    for (int64_t r = 0; r < rows; ++r) {
+      T acc = 0;
+      for (int64_t j = 0; j < c; ++j) acc += l.template loss<T>(p[r * c + j], t[r * c + j]);
+      y[r] = acc / T(c);
+    }
+  };
+}
+
+template <class T, class L>
+KernelFn rowwise_grad(const KernelInit& k, L l) {
+  const T* dy = in<T>(k, 0);
+  const T* p = in<T>(k, 1);
+  const T* t = in<T>(k, 2);
+  T* d = out<T>(k);
+  const bool wrt_pred = k.node.attrs.i("wrt") == 0;
+  const int64_t c = k.in_types[1].shape.back(), rows = numel(k.in_types[1]) / c;
+  return [=] {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < c; ++j) {
+        const int64_t i = r * c + j;
+        d[i] = dy[r] / T(c) * (wrt_pred ? l.template d_pred<T>(p[i], t[i]) : l.template d_target<T>(p[i], t[i]));
+      }
+  };
+}
+
+template <class T> KernelFn make_bce(const KernelInit& k) { return rowwise_loss<T>(k, Bce{k.node.attrs.b("from_logits")}); }
+template <class T> KernelFn make_bce_grad(const KernelInit& k) { return rowwise_grad<T>(k, Bce{k.node.attrs.b("from_logits")}); }
+template <class T> KernelFn make_se(const KernelInit& k) { return rowwise_loss<T>(k, Squared{}); }
+template <class T> KernelFn make_se_grad(const KernelInit& k) { return rowwise_grad<T>(k, Squared{}); }
+template <class T> KernelFn make_ae(const KernelInit& k) { return rowwise_loss<T>(k, Absolute{}); }
+template <class T> KernelFn make_ae_grad(const KernelInit& k) { return rowwise_grad<T>(k, Absolute{}); }
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("cross_entropy", make_cross_entropy);
+REGISTER_CPU_FLOAT_KERNEL("cross_entropy_grad", make_cross_entropy_grad);
+REGISTER_CPU_FLOAT_KERNEL("binary_cross_entropy", make_bce);
+REGISTER_CPU_FLOAT_KERNEL("binary_cross_entropy_grad", make_bce_grad);
+REGISTER_CPU_FLOAT_KERNEL("squared_error", make_se);
+REGISTER_CPU_FLOAT_KERNEL("squared_error_grad", make_se_grad);
+REGISTER_CPU_FLOAT_KERNEL("absolute_error", make_ae);
+REGISTER_CPU_FLOAT_KERNEL("absolute_error_grad", make_ae_grad);
+
+}  // namespace tandem::backend::cpu

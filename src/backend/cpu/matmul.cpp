@@ -1,0 +1,43 @@
+// matmul (leading axes of the left operand folded into rows) and bias_add.
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernel_util.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+template <class T>
+KernelFn make_matmul(const KernelInit& k) {
+  const bool ta = k.node.attrs.b("transpose_a"), tb = k.node.attrs.b("transpose_b");
+  const Shape& as = k.in_types[0].shape;
+  const Shape& bs = k.in_types[1].shape;
+  const int64_t kk = ta ? as[0] : as.back();
+  const int64_t m = ta ? as[1] : as.num_elements() / kk;
+  const int64_t n = tb ? bs[0] : bs[1];
+  const T* a = in<T>(k, 0);
+  const T* b = in<T>(k, 1);
+  T* c = out<T>(k);
+  Context* ctx = &context(k);
+  return [=] { gemm<T>(*ctx, ta, tb, m, n, kk, a, b, c); };
+}
+
+template <class T>
+KernelFn make_bias_add(const KernelInit& k) {
+  const T* x = in<T>(k, 0);
+  const T* bias = in<T>(k, 1);
+  T* y = out<T>(k);
+  const int64_t cols = k.in_types[1].shape[0];
+  const int64_t rows = numel(k.out_type()) / cols;
+  Context* ctx = &context(k);
+  return [=] {
+    ctx->parallel_for(rows, kElementwiseGrain / cols + 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] + bias[c];
+    });
+  };
+}
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("matmul", make_matmul);
+REGISTER_CPU_FLOAT_KERNEL("bias_add", make_bias_add);
+
+}  // namespace tandem::backend::cpu

@@ -1,0 +1,99 @@
+// Fused optimizer updates with Keras 3's formulas (see src/optimizers for the math in words).
+#include <cmath>
+
+#include "backend/cpu/kernel_util.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+template <class T>
+struct UpdateArgs {
+  T* w;
+  const T* g;
+  const float* lr;  // learning rates are float32 variables, whatever the model's dtype
+  int64_t n;
+  explicit UpdateArgs(const KernelInit& k)
+      : w(static_cast<T*>(k.in[0])), g(in<T>(k, 1)), lr(static_cast<const float*>(k.in[2])), n(numel(k.in_types[0])) {}
+};
+
+template <class T>
+KernelFn make_sgd(const KernelInit& k) {
+  const UpdateArgs<T> a(k);
+  const T momentum = static_cast<T>(k.node.attrs.f("momentum"));
+  const bool nesterov = k.node.attrs.b("nesterov");
+  T* v = k.in.size() > 3 ? static_cast<T*>(k.in[3]) : nullptr;
+  return [=] {
+    const T lr = static_cast<T>(*a.lr);
+    if (!v) {
+      for (int64_t i = 0; i < a.n; ++i) a.w[i] -= lr * a.g[i];
+      return;
+    }
+    for (int64_t i = 0; i < a.n; ++i) {
+      v[i] = momentum * v[i] - lr * a.g[i];
+      a.w[i] += nesterov ? momentum * v[i] - lr * a.g[i] : v[i];
+    }
+  };
+}
+
+template <class T>
+KernelFn make_adam(const KernelInit& k) {
+  const UpdateArgs<T> a(k);
+  const int64_t* iteration = in<int64_t>(k, 3);
+  T* m = static_cast<T*>(k.in[4]);
+  T* v = static_cast<T*>(k.in[5]);
+  const double b1 = k.node.attrs.f("beta_1"), b2 = k.node.attrs.f("beta_2");
+  const T eps = static_cast<T>(k.node.attrs.f("epsilon"));
+  const T wd = static_cast<T>(k.node.attrs.f("weight_decay", 0.0));
+  Context* ctx = &context(k);
+  return [=] {
+    const double t = static_cast<double>(*iteration + 1);
+    const double lr = *a.lr;
+    const T alpha = static_cast<T>(lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t)));
+    const T decay = static_cast<T>(lr) * wd;
+    const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
+    ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) {
+        if (wd != T(0)) a.w[i] -= a.w[i] * decay;  // AdamW: decoupled decay before the step
+        const T g = a.g[i];
+        m[i] += (g - m[i]) * c1;
+        v[i] += (g * g - v[i]) * c2;
+        a.w[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
+      }
+    });
+  };
+}
+
+template <class T>
+KernelFn make_rmsprop(const KernelInit& k) {
+  const UpdateArgs<T> a(k);
+  T* ms = static_cast<T*>(k.in[3]);
+  T* mom = k.in.size() > 4 ? static_cast<T*>(k.in[4]) : nullptr;
+  const T rho = static_cast<T>(k.node.attrs.f("rho")), eps = static_cast<T>(k.node.attrs.f("epsilon"));
+  const T momentum = static_cast<T>(k.node.attrs.f("momentum"));
+  return [=] {
+    const T lr = static_cast<T>(*a.lr);
+    for (int64_t i = 0; i < a.n; ++i) {
+      ms[i] = rho * ms[i] + (T(1) - rho) * a.g[i] * a.g[i];
+      const T inc = lr * a.g[i] / std::sqrt(ms[i] + eps);
+      if (mom) {
+        mom[i] = momentum * mom[i] + inc;
+        a.w[i] -= mom[i];
+      } else {
+        a.w[i] -= inc;
+      }
+    }
+  };
+}
+
+KernelFn make_increment(const KernelInit& k) {
+  int64_t* counter = static_cast<int64_t*>(k.in[0]);
+  return [=] { ++*counter; };
+}
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("sgd_update", make_sgd);
+REGISTER_CPU_FLOAT_KERNEL("adam_update", make_adam);
+REGISTER_CPU_FLOAT_KERNEL("rmsprop_update", make_rmsprop);
+REGISTER_KERNEL("increment", DeviceKind::Cpu, DType::I64, make_increment);
+
+}  // namespace tandem::backend::cpu

@@ -1,0 +1,77 @@
+// softmax, log_softmax and their gradients along one axis, viewed as (outer, n, inner).
+#include <cmath>
+
+#include "backend/cpu/kernel_util.h"
+#include "ops/ops.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+struct Axis {
+  int64_t outer = 1, n = 1, inner = 1;
+  Axis(const Shape& s, int64_t axis_attr) {
+    const int axis = ops::normalize_axis(axis_attr, s.rank(), "softmax");
+    for (int i = 0; i < s.rank(); ++i) (i < axis ? outer : i == axis ? n : inner) *= s[i];
+  }
+};
+
+// Calls f(base, stride) for every line along the axis.
+template <class F>
+void for_lines(Context& ctx, const Axis& ax, F&& f) {
+  ctx.parallel_for(ax.outer * ax.inner, kElementwiseGrain / ax.n + 1, [&](int64_t b, int64_t e) {
+    for (int64_t l = b; l < e; ++l) f((l / ax.inner) * ax.n * ax.inner + l % ax.inner, ax.inner);
+  });
+}
+
+template <class T>
+KernelFn make_softmax_like(const KernelInit& k, bool log) {
+  const Axis ax(k.in_types[0].shape, k.node.attrs.i("axis"));
+  const T* x = in<T>(k, 0);
+  T* y = out<T>(k);
+  Context* ctx = &context(k);
+  return [=] {
+    for_lines(*ctx, ax, [&](int64_t base, int64_t st) {
+      T mx = x[base];
+      for (int64_t j = 1; j < ax.n; ++j) mx = std::max(mx, x[base + j * st]);
+      T sum = 0;
+      for (int64_t j = 0; j < ax.n; ++j) sum += std::exp(x[base + j * st] - mx);
+      const T lse = mx + std::log(sum);
+      for (int64_t j = 0; j < ax.n; ++j) {
+        const T z = x[base + j * st] - lse;
+        y[base + j * st] = log ? z : std::exp(z);
+      }
+    });
+  };
+}
+
+template <class T>
+KernelFn make_softmax_grad_like(const KernelInit& k, bool log) {
+  const Axis ax(k.in_types[0].shape, k.node.attrs.i("axis"));
+  const T* dy = in<T>(k, 0);
+  const T* y = in<T>(k, 1);
+  T* dx = out<T>(k);
+  Context* ctx = &context(k);
+  return [=] {
+    for_lines(*ctx, ax, [&](int64_t base, int64_t st) {
+      T dot = 0;  // softmax: Σ dy·y ; log_softmax: Σ dy
+      for (int64_t j = 0; j < ax.n; ++j) dot += log ? dy[base + j * st] : dy[base + j * st] * y[base + j * st];
+      for (int64_t j = 0; j < ax.n; ++j) {
+        const int64_t i = base + j * st;
+        dx[i] = log ? dy[i] - std::exp(y[i]) * dot : y[i] * (dy[i] - dot);
+      }
+    });
+  };
+}
+
+template <class T> KernelFn make_softmax(const KernelInit& k) { return make_softmax_like<T>(k, false); }
+template <class T> KernelFn make_log_softmax(const KernelInit& k) { return make_softmax_like<T>(k, true); }
+template <class T> KernelFn make_softmax_grad(const KernelInit& k) { return make_softmax_grad_like<T>(k, false); }
+template <class T> KernelFn make_log_softmax_grad(const KernelInit& k) { return make_softmax_grad_like<T>(k, true); }
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("softmax", make_softmax);
+REGISTER_CPU_FLOAT_KERNEL("log_softmax", make_log_softmax);
+REGISTER_CPU_FLOAT_KERNEL("softmax_grad", make_softmax_grad);
+REGISTER_CPU_FLOAT_KERNEL("log_softmax_grad", make_log_softmax_grad);
+
+}  // namespace tandem::backend::cpu

@@ -1,0 +1,42 @@
+// Kernels keyed by (op, device kind, dtype). A factory runs once when a Plan is built: it reads the
+// node's attributes and shapes and returns a closure over fixed buffer addresses, so running a
+// step is a straight walk over closures with no lookups, strings or allocation.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tandem::backend {
+
+enum class DeviceKind { Cpu, Cuda };
+
+struct KernelInit {
+  const graph::Node& node;
+  std::vector<TensorType> in_types;
+  std::vector<void*> in;   // resolved addresses of the inputs
+  std::vector<void*> out;  // and of the outputs
+  void* context;           // the backend's device context (cpu::Context for the CPU)
+  const TensorType& out_type(int i = 0) const { return node.outputs[static_cast<std::size_t>(i)]; }
+};
+
+using KernelFn = std::function<void()>;
+using KernelFactory = std::function<KernelFn(const KernelInit&)>;
+
+void register_kernel(const std::string& op, DeviceKind kind, DType dtype, KernelFactory factory);
+// The dtype that selects a node's kernel: its first input's, else its first output's.
+DType kernel_dtype(const graph::Graph& g, const graph::Node& node);
+const KernelFactory& find_kernel(const std::string& op, DeviceKind kind, DType dtype);  // throws if absent
+
+struct KernelRegistration {
+  KernelRegistration(const char* op, DeviceKind kind, DType dtype, KernelFactory f) { register_kernel(op, kind, dtype, std::move(f)); }
+};
+
+}  // namespace tandem::backend
+
+#define REGISTER_KERNEL(op, kind, dtype, factory) \
+  static const ::tandem::backend::KernelRegistration TANDEM_KCAT(kernel_registration_, __COUNTER__)(op, kind, dtype, factory)
+#define TANDEM_KCAT_(a, b) a##b
+#define TANDEM_KCAT(a, b) TANDEM_KCAT_(a, b)

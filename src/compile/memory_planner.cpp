@@ -1,0 +1,84 @@
+#include <algorithm>
+
+#include "compile/plan.h"
+
+namespace tandem::compile {
+
+namespace {
+constexpr std::size_t kAlignment = 64;  // a cache line; also what AVX-512 loads like
+
+std::size_t align(std::size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+struct Buffer {
+  std::size_t bytes = 0;
+  int first = 0, last = 0;  // positions in the order during which the buffer is live
+  std::size_t offset = 0;
+};
+}  // namespace
+
+MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, const std::vector<graph::Value>& fetches) {
+  MemoryPlan plan;
+  plan.offsets.resize(static_cast<std::size_t>(g.size()));
+  // Each value maps to a buffer; -1 = external (a variable, or a view of one).
+  std::vector<std::vector<int>> buffer_of(static_cast<std::size_t>(g.size()));
+  std::vector<Buffer> buffers;
+  const int end = static_cast<int>(order.size());
+  for (int p = 0; p < end; ++p) {
+    const int id = order[static_cast<std::size_t>(p)];
+    const graph::Node& n = g.node(id);
+    auto& mine = buffer_of[static_cast<std::size_t>(id)];
+    for (std::size_t o = 0; o < n.outputs.size(); ++o) {
+      if (n.op == "variable") {
+        mine.push_back(-1);
+      } else if (n.op == "reshape") {  // a view: share the input's buffer
+        mine.push_back(buffer_of[static_cast<std::size_t>(n.inputs[0].node)][static_cast<std::size_t>(n.inputs[0].index)]);
+      } else {
+        mine.push_back(static_cast<int>(buffers.size()));
+        buffers.push_back({align(n.outputs[o].bytes()), p, p, 0});
+      }
+    }
+    for (graph::Value in : n.inputs) {
+      const int b = buffer_of[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)];
+      if (b >= 0) buffers[static_cast<std::size_t>(b)].last = std::max(buffers[static_cast<std::size_t>(b)].last, p);
+    }
+  }
+  for (graph::Value f : fetches) {
+    const int b = buffer_of[static_cast<std::size_t>(f.node)][static_cast<std::size_t>(f.index)];
+    if (b >= 0) buffers[static_cast<std::size_t>(b)].last = end;
+  }
+  // Placeholders are written before the step starts: live from the beginning.
+  for (int id : order)
+    if (g.node(id).op == "placeholder") buffers[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(id)][0])].first = -1;
+
+  // Greedy by size: each buffer takes the lowest offset that no time-overlapping buffer uses.
+  std::vector<int> by_size(buffers.size());
+  for (std::size_t i = 0; i < buffers.size(); ++i) by_size[i] = static_cast<int>(i);
+  std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) { return buffers[static_cast<std::size_t>(a)].bytes > buffers[static_cast<std::size_t>(b)].bytes; });
+  std::vector<int> placed;
+  for (int bi : by_size) {
+    Buffer& b = buffers[static_cast<std::size_t>(bi)];
+    std::vector<std::pair<std::size_t, std::size_t>> taken;
+    for (int pi : placed) {
+      const Buffer& o = buffers[static_cast<std::size_t>(pi)];
+      if (o.first <= b.last && b.first <= o.last) taken.emplace_back(o.offset, o.offset + o.bytes);
+    }
+    std::sort(taken.begin(), taken.end());
+    std::size_t offset = 0;
+    for (auto [lo, hi] : taken) {
+      if (offset + b.bytes <= lo) break;
+      offset = std::max(offset, hi);
+    }
+    b.offset = offset;
+    plan.arena_bytes = std::max(plan.arena_bytes, offset + b.bytes);
+    placed.push_back(bi);
+  }
+
+  for (int id : order) {
+    auto& offs = plan.offsets[static_cast<std::size_t>(id)];
+    for (int b : buffer_of[static_cast<std::size_t>(id)])
+      offs.push_back(b < 0 ? MemoryPlan::kExternal : static_cast<int64_t>(buffers[static_cast<std::size_t>(b)].offset));
+  }
+  return plan;
+}
+
+}  // namespace tandem::compile

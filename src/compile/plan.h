@@ -1,0 +1,49 @@
+// What lowering produces and the runtime executes: per device a Program (its graph cut into
+// blocks, with a memory plan) and a schedule of (block, micro-batch) actions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tandem::compile {
+
+struct MemoryPlan {
+  static constexpr int64_t kExternal = -1;      // variables: bound to storage the owner keeps
+  std::vector<std::vector<int64_t>> offsets;    // [node][output] -> arena byte offset
+  std::size_t arena_bytes = 0;                  // planned peak
+};
+
+struct Block {
+  graph::Phase phase;
+  std::vector<int> nodes;  // in execution order
+};
+
+struct Program {
+  std::string device;
+  graph::Graph graph;
+  std::vector<Block> blocks;
+  MemoryPlan memory;
+  std::vector<graph::Value> fetches;  // values read back after a step (loss, metric sums, outputs)
+};
+
+struct Action {
+  int block = 0;
+  int micro_batch = 0;
+};
+
+struct Plan {
+  std::vector<Program> programs;
+  std::vector<std::vector<Action>> schedule;  // per program
+};
+
+// The nodes needed for `fetches` and every side-effecting node, ordered by (phase, creation).
+std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph::Value>& fetches);
+// Cuts an execution order into one block per phase.
+std::vector<Block> blocks_by_phase(const graph::Graph& g, const std::vector<int>& order);
+// Gives every intermediate an arena offset by liveness along `order`; fetched values stay live
+// to the end; reshapes share their input's buffer.
+MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, const std::vector<graph::Value>& fetches);
+
+}  // namespace tandem::compile

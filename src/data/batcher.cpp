@@ -1,0 +1,67 @@
+#include "data/batcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "core/random.h"
+#include "tandem/errors.h"
+
+namespace tandem::data {
+namespace {
+// Zero-byte rows can come with null storage, which memcpy must not see.
+void copy(std::byte* dst, const std::byte* src, std::size_t n) {
+  if (n) std::memcpy(dst, src, n);
+}
+}  // namespace
+
+Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed)
+    : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
+  if (batch_size < 1) throw ValueError("Batcher: batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (const auto n = static_cast<std::size_t>(data_.size())) {
+    x_row_bytes_ = data_.x().bytes() / n;
+    y_row_bytes_ = data_.y().bytes() / n;
+  }
+  order_.resize(static_cast<std::size_t>(data_.size()));
+  start_epoch(0);
+}
+
+void Batcher::start_epoch(int epoch) {
+  std::iota(order_.begin(), order_.end(), int64_t{0});
+  if (!shuffle_) return;
+  // Our own Fisher-Yates: std::shuffle's output differs between standard libraries.
+  rng::Stream rs(seed_, 1000 + static_cast<uint64_t>(static_cast<int64_t>(epoch)));
+  for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rs.below(i)]);
+}
+
+int64_t Batcher::num_batches() const { return (data_.size() + batch_size_ - 1) / batch_size_; }
+
+int64_t Batcher::batch_rows(int64_t b) const {
+  if (b < 0 || b >= num_batches())
+    throw ValueError("Batcher: batch " + std::to_string(b) + " outside [0, " + std::to_string(num_batches()) + ")");
+  return std::min(batch_size_, data_.size() - b * batch_size_);
+}
+
+void Batcher::gather(int64_t b, void* x_out, void* y_out) const {
+  const int64_t rows = batch_rows(b);
+  const auto* xs = static_cast<const std::byte*>(data_.x().raw());
+  const auto* ys = static_cast<const std::byte*>(data_.y().raw());
+  auto* xd = static_cast<std::byte*>(x_out);
+  auto* yd = static_cast<std::byte*>(y_out);
+  const int64_t first = b * batch_size_;
+  if (!shuffle_) {  // rows are contiguous, so one copy each
+    copy(xd, xs + x_row_bytes_ * static_cast<std::size_t>(first), x_row_bytes_ * static_cast<std::size_t>(rows));
+    if (yd) copy(yd, ys + y_row_bytes_ * static_cast<std::size_t>(first), y_row_bytes_ * static_cast<std::size_t>(rows));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto src = static_cast<std::size_t>(order_[static_cast<std::size_t>(first + r)]);
+    const auto dst = static_cast<std::size_t>(r);
+    copy(xd + dst * x_row_bytes_, xs + src * x_row_bytes_, x_row_bytes_);
+    if (yd) copy(yd + dst * y_row_bytes_, ys + src * y_row_bytes_, y_row_bytes_);
+  }
+}
+
+}  // namespace tandem::data

@@ -1,0 +1,91 @@
+// The static SSA graph every part of Tandem speaks: layers emit nodes into it, autodiff and the
+// optimizer append to it, strategies annotate and rewrite it, the compiler lowers it to a Plan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/attrs.h"
+#include "tandem/tensor.h"
+
+namespace tandem::graph {
+
+// Blocks are cut along phases; a later phase never feeds an earlier one.
+enum class Phase : uint8_t { Forward, Metric, Backward, Update };
+
+struct Value {
+  int node = -1;
+  int index = 0;
+  bool valid() const { return node >= 0; }
+  bool operator==(const Value&) const = default;
+};
+
+struct Node {
+  std::string op;
+  std::vector<Value> inputs;
+  std::vector<TensorType> outputs;
+  Attrs attrs;
+  std::string scope;        // the layer that emitted it: for errors, summaries and weight paths
+  std::vector<int> after;   // control dependencies: nodes that must run first
+  // Filled by strategies.
+  std::string device;
+  int stage = 0;
+  Phase phase = Phase::Forward;
+};
+
+// A persistent tensor the graph reads and updates in place: weights, optimizer slots, counters.
+// `id` names it in the owner's variable store, so graphs built for different batch sizes share it.
+struct VariableInfo {
+  int id = -1;
+  std::string path;  // "dense_1/kernel", "optimizer/adam/m/dense_1/kernel"
+  TensorType type;
+  bool trainable = false;
+};
+
+class Graph {
+ public:
+  // Appends a node after inferring its output types with the op's registry entry. The node gets
+  // the graph's current scope and phase.
+  Value add(const std::string& op, std::vector<Value> inputs, Attrs attrs = {});
+  std::vector<Value> add_multi(const std::string& op, std::vector<Value> inputs, Attrs attrs = {});
+
+  // A tensor fed from outside each step (a batch of inputs or labels).
+  Value placeholder(const std::string& name, TensorType type);
+  // Reads a persistent variable; one node per variable, however often it is asked for.
+  Value variable(const VariableInfo& info);
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const Node& node(int i) const { return nodes_[static_cast<std::size_t>(i)]; }
+  Node& node(int i) { return nodes_[static_cast<std::size_t>(i)]; }
+  const TensorType& type(Value v) const;
+  const std::vector<VariableInfo>& variables() const { return variables_; }
+  int variable_node(int variable_id) const;  // -1 if the graph never reads it
+
+  std::string scope;            // applied to nodes added from now on
+  Phase phase = Phase::Forward;
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<VariableInfo> variables_;
+  std::vector<int> variable_nodes_;  // parallel to variables_
+};
+
+// Sets the graph's scope (and optionally phase) for a block of building code.
+class ScopeGuard {
+ public:
+  ScopeGuard(Graph& g, std::string scope) : g_(g), scope_(g.scope), phase_(g.phase) { g.scope = std::move(scope); }
+  ScopeGuard(Graph& g, Phase phase) : g_(g), scope_(g.scope), phase_(g.phase) { g.phase = phase; }
+  ~ScopeGuard() {
+    g_.scope = scope_;
+    g_.phase = phase_;
+  }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+
+ private:
+  Graph& g_;
+  std::string scope_;
+  Phase phase_;
+};
+
+}  // namespace tandem::graph

@@ -1,0 +1,188 @@
+// compile, fit, evaluate and predict: the loops around compiled steps.
+#include <cmath>
+#include <cstring>
+
+#include "data/batcher.h"
+#include "metrics/metrics.h"
+#include "model/initializers.h"
+#include "model/model_impl.h"
+#include "tandem/errors.h"
+
+namespace tandem {
+
+namespace {
+// Running means over an epoch, weighted by each batch's rows.
+struct Accumulator {
+  double loss = 0;
+  std::vector<double> metric_sums;
+  int64_t rows = 0;
+  Logs logs(const std::vector<std::string>& names, const std::string& prefix = "") const {
+    Logs l{{prefix + "loss", rows ? loss / double(rows) : 0.0}};
+    for (std::size_t i = 0; i < names.size(); ++i) l[prefix + names[i]] = rows ? metric_sums[i] / double(rows) : 0.0;
+    return l;
+  }
+};
+
+float read_scalar(const runtime::Executable& exe, int fetch) { return *static_cast<const float*>(exe.fetch(0, fetch)); }
+}  // namespace
+
+void Model::compile(const CompileOptions& o) {
+  Impl& m = *impl_;
+  if (!o.optimizer.ptr) throw ValueError("compile: an optimizer is required");
+  if (!o.loss.ptr) throw ValueError("compile: a loss is required (for example losses::SparseCategoricalCrossentropy())");
+  for (const std::string& name : o.metrics) metrics::check(name, *o.loss.ptr);
+  m.optimizer = o.optimizer.ptr;
+  m.loss = o.loss.ptr;
+  m.metrics = o.metrics;
+  m.strategy = o.strategy ? o.strategy : distribute::Default();
+  m.steps.clear();
+  m.compiled = true;
+}
+
+// Checks x against the model's input and y against the loss, and converts dtypes once so that
+// batches can be copied straight into the step's buffers.
+Dataset Model::prepare(const Dataset& data, const char* where) {
+  Impl& m = *impl_;
+  Model& model = *this;
+  if (data.size() == 0) throw ValueError(std::string(where) + ": the dataset is empty");
+  const Shape expected = m.input.shape();
+  const Shape got = data.x().shape();
+  if (got.without_batch() != expected.without_batch())
+    throw ShapeError("Model \"" + model.name() + "\": expected input of shape " + expected.str() + ", got x of shape " + got.str());
+  Tensor x = data.x().dtype() == m.input.dtype() ? data.x() : data.x().cast(m.input.dtype());
+  Tensor y = data.y();
+  const Shape out = m.output.shape();
+  if (m.loss->sparse_targets()) {
+    if (y.dtype() != DType::I32 && y.dtype() != DType::I64) y = y.cast(DType::I32);
+    if (y.shape().rank() == out.rank() && y.shape().back() == 1)  // (N, 1) class ids -> (N,)
+      y = y.reshape(Shape(std::vector<int64_t>(y.shape().dims().begin(), y.shape().dims().end() - 1)));
+    const int64_t classes = out.back();
+    for (int64_t i = 0; i < y.size(); ++i) {
+      const double label = y.item(i);
+      if (label < 0 || label >= double(classes))
+        throw ValueError(m.loss->name() + ": label " + std::to_string(int64_t(label)) + " at row " + std::to_string(i) +
+                         " is out of range [0, " + std::to_string(classes) + ") for model output " + out.str());
+    }
+  } else if (y.dtype() != m.output.dtype()) {
+    y = y.cast(m.output.dtype());
+  }
+  return Dataset(x, y);
+}
+
+static TensorType target_type(const Dataset& d, int64_t rows) { return {d.y().shape().without_batch().with_batch(rows), d.y().dtype()}; }
+
+History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) { return fit(Dataset(x, y), options); }
+
+History Model::fit(const Dataset& input_data, const FitOptions& o) {
+  Impl& m = *impl_;
+  if (!m.compiled) throw ValueError("Model \"" + name() + "\": call compile() before fit()");
+  if (o.batch_size < 1) throw ValueError("fit: batch_size must be >= 1, got " + std::to_string(o.batch_size));
+  if (o.epochs < 0) throw ValueError("fit: epochs must be >= 0, got " + std::to_string(o.epochs));
+  if (!(o.validation_split >= 0.0 && o.validation_split < 1.0))
+    throw ValueError("fit: validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
+  ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
+  Dataset data = prepare(input_data, "fit");
+  std::optional<Dataset> validation;
+  if (o.validation_data) validation = *o.validation_data;
+  if (o.validation_split > 0) {
+    const auto split = static_cast<int64_t>(std::floor(double(data.size()) * (1.0 - o.validation_split)));
+    validation = data.slice(split, data.size());
+    data = data.slice(0, split);
+  }
+
+  data::Batcher batches(data, o.batch_size, o.shuffle, next_seed());
+  auto history = std::make_shared<History>();
+  std::vector<CallbackPtr> callbacks;
+  if (o.verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>(std::cout));
+  callbacks.insert(callbacks.end(), o.callbacks.begin(), o.callbacks.end());
+  callbacks.push_back(history);
+  const TrainParams params{o.epochs, batches.num_batches(), o.verbose};
+  for (auto& c : callbacks) c->set_model(this), c->set_params(params);
+
+  stop_training = false;
+  for (auto& c : callbacks) c->on_train_begin({});
+  for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
+    for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
+    batches.start_epoch(epoch);
+    Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
+    for (int64_t b = 0; b < batches.num_batches(); ++b) {
+      const int64_t rows = batches.batch_rows(b);
+      CompiledStep& step = m.step(StepKind::Train, rows, target_type(data, rows));
+      batches.gather(b, step.x, step.y);
+      for (auto& c : callbacks) c->on_train_batch_begin(b, {});
+      step.exe->run();
+      acc.loss += read_scalar(*step.exe, step.loss) * double(rows);
+      for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += read_scalar(*step.exe, step.metrics[i]);
+      acc.rows += rows;
+      const Logs logs = acc.logs(m.metrics);
+      for (auto& c : callbacks) c->on_train_batch_end(b, logs);
+    }
+    Logs logs = acc.logs(m.metrics);
+    if (validation) {
+      const Logs val = evaluate(*validation, {.batch_size = o.batch_size, .verbose = 0});
+      for (const auto& [k, v] : val) logs["val_" + k] = v;
+    }
+    for (auto& c : callbacks) c->on_epoch_end(epoch, logs);
+  }
+  for (auto& c : callbacks) c->on_train_end({});
+  return *history;
+}
+
+Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
+  Impl& m = *impl_;
+  if (!m.compiled) throw ValueError("Model \"" + name() + "\": call compile() before evaluate()");
+  if (o.batch_size < 1) throw ValueError("evaluate: batch_size must be >= 1, got " + std::to_string(o.batch_size));
+  ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
+  const Dataset data = prepare(input_data, "evaluate");
+  data::Batcher batches(data, o.batch_size, false, 0);
+  std::vector<CallbackPtr> callbacks = o.callbacks;
+  if (o.verbose > 0) {
+    auto bar = std::make_shared<ProgbarLogger>(std::cout);
+    bar->set_test_steps(batches.num_batches());
+    callbacks.insert(callbacks.begin(), bar);
+  }
+  for (auto& c : callbacks) c->set_model(this), c->set_params({1, batches.num_batches(), o.verbose});
+  for (auto& c : callbacks) c->on_test_begin({});
+  Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
+  for (int64_t b = 0; b < batches.num_batches(); ++b) {
+    const int64_t rows = batches.batch_rows(b);
+    CompiledStep& step = m.step(StepKind::Test, rows, target_type(data, rows));
+    batches.gather(b, step.x, step.y);
+    step.exe->run();
+    acc.loss += read_scalar(*step.exe, step.loss) * double(rows);
+    for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += read_scalar(*step.exe, step.metrics[i]);
+    acc.rows += rows;
+    const Logs logs = acc.logs(m.metrics);
+    for (auto& c : callbacks) c->on_test_batch_end(b, logs);
+  }
+  const Logs logs = acc.logs(m.metrics);
+  for (auto& c : callbacks) c->on_test_end(logs);
+  return logs;
+}
+
+Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
+  Impl& m = *impl_;
+  if (o.batch_size < 1) throw ValueError("predict: batch_size must be >= 1, got " + std::to_string(o.batch_size));
+  if (x_in.shape().rank() < 1) throw ShapeError("predict: x must have a batch dimension, got shape " + x_in.shape().str());
+  ensure_built(x_in.shape().without_batch(), x_in.dtype());
+  if (!m.strategy) m.strategy = distribute::Default();
+  if (x_in.shape().without_batch() != m.input.shape().without_batch())
+    throw ShapeError("Model \"" + name() + "\": expected input of shape " + m.input.shape().str() + ", got x of shape " + x_in.shape().str());
+  const Tensor x = x_in.dtype() == m.input.dtype() ? x_in : x_in.cast(m.input.dtype());
+  const Dataset data(x, Tensor(Shape{x.shape()[0]}, DType::I32));
+  data::Batcher batches(data, o.batch_size, false, 0);
+  Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
+  std::size_t offset = 0;
+  for (int64_t b = 0; b < batches.num_batches(); ++b) {
+    const int64_t rows = batches.batch_rows(b);
+    CompiledStep& step = m.step(StepKind::Predict, rows, {});
+    batches.gather(b, step.x, nullptr);
+    step.exe->run();
+    const std::size_t bytes = result.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, x.shape()[0])) * static_cast<std::size_t>(rows);
+    std::memcpy(static_cast<std::byte*>(result.raw()) + offset, step.exe->fetch(0, step.output), bytes);
+    offset += bytes;
+  }
+  return result;
+}
+
+}  // namespace tandem

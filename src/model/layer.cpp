@@ -1,0 +1,112 @@
+// Variables, the Layer base class and symbolic calls.
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "graph/graph.h"
+#include "model/call_context.h"
+#include "model/initializers.h"
+#include "model/symbol.h"
+#include "tandem/errors.h"
+
+namespace tandem {
+
+namespace {
+std::atomic<int> next_variable_id{0};
+}
+
+Variable::Variable(std::string path, Tensor value, bool trainable)
+    : id_(next_variable_id++), path_(std::move(path)), value_(std::move(value)), trainable_(trainable) {
+  const auto slash = path_.rfind('/');
+  name_ = slash == std::string::npos ? path_ : path_.substr(slash + 1);
+}
+
+void Variable::assign(const Tensor& t) {
+  if (t.shape() != value_.shape() || t.dtype() != value_.dtype())
+    throw ShapeError("variable \"" + path_ + "\": expected " + dtype_name(value_.dtype()) + " " + value_.shape().str() +
+                     ", got " + dtype_name(t.dtype()) + " " + t.shape().str());
+  if (t.bytes()) std::memcpy(value_.raw(), t.raw(), t.bytes());
+}
+
+std::string unique_layer_name(const std::string& prefix) {
+  static std::mutex mutex;
+  static std::map<std::string, int> counts;
+  std::lock_guard lock(mutex);
+  const int n = counts[prefix]++;
+  return n == 0 ? prefix : prefix + "_" + std::to_string(n);
+}
+
+const Shape& Symbol::shape() const { return node_->shape; }
+DType Symbol::dtype() const { return node_->dtype; }
+
+Symbol Input(Shape shape, DType dtype, const std::string& name) {
+  auto node = std::make_shared<Symbol::Node>();
+  node->shape = shape.with_batch(-1);
+  node->dtype = dtype;
+  node->input_name = name.empty() ? unique_layer_name("input_layer") : name;
+  return Symbol(node);
+}
+
+Layer::Layer(const std::string& class_prefix, const std::string& name)
+    : name_(name.empty() ? unique_layer_name(class_prefix) : name) {}
+
+int64_t Layer::count_params() const {
+  int64_t n = 0;
+  for (const auto& w : weights_) n += w->value().size();
+  return n;
+}
+
+std::vector<Tensor> Layer::get_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& w : weights_) out.push_back(w->value().clone());
+  return out;
+}
+
+void Layer::set_weights(const std::vector<Tensor>& values) {
+  if (values.size() != weights_.size())
+    throw ValueError(class_name() + " \"" + name_ + "\": set_weights expected " + std::to_string(weights_.size()) +
+                     " arrays, got " + std::to_string(values.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) weights_[i]->assign(values[i].cast(weights_[i]->value().dtype()));
+}
+
+VariablePtr Layer::add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable) {
+  auto v = std::make_shared<Variable>(name_ + "/" + name,
+                                      initialize(initializer, shape, DType::F32, class_name() + " \"" + name_ + "\""), trainable);
+  weights_.push_back(v);
+  return v;
+}
+
+void Layer::build_for(const std::vector<Shape>& input_shapes) {
+  if (built_) return;
+  build(input_shapes);
+  built_ = true;
+}
+
+Symbol Layer::operator()(const Symbol& x) { return (*this)(std::vector<Symbol>{x}); }
+
+Symbol Layer::operator()(const std::vector<Symbol>& xs) {
+  std::vector<Shape> shapes;
+  for (const Symbol& s : xs) {
+    if (!s.node()) throw ValueError(class_name() + " \"" + name_ + "\": called on an empty Symbol");
+    shapes.push_back(s.shape().without_batch());
+  }
+  build_for(shapes);
+  // The output shape comes from tracing this one call with a batch of 1 into a scratch graph.
+  graph::Graph g;
+  std::vector<graph::Value> ins;
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    ins.push_back(g.placeholder("in" + std::to_string(i), {shapes[i].with_batch(1), xs[i].dtype()}));
+  CallContext ctx(g, false, g.placeholder("step", {Shape{}, DType::I64}));
+  graph::ScopeGuard scope(g, name_);
+  const graph::Value y = call(ctx, ins);
+  auto node = std::make_shared<Symbol::Node>();
+  node->layer = shared_from_this();
+  node->inputs = xs;
+  node->shape = g.type(y).shape;
+  node->shape[0] = -1;
+  node->dtype = g.type(y).dtype;
+  return Symbol(node);
+}
+
+}  // namespace tandem

@@ -1,0 +1,156 @@
+// Model structure: the traced layer calls, weights and summary.
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "layers/input_layer.h"
+#include "model/call_context.h"
+#include "model/model_impl.h"
+#include "model/summary_format.h"
+#include "tandem/errors.h"
+
+namespace tandem {
+
+void Model::Impl::set_graph(const Symbol& in, const Symbol& out) {
+  if (!in.node() || !out.node()) throw ValueError("Model \"" + name + "\": inputs and outputs must be symbols");
+  if (in.node()->layer) throw ValueError("Model \"" + name + "\": the input must come from tandem::Input()");
+  input = in;
+  output = out;
+  calls.clear();
+  layers.clear();
+  std::set<const Symbol::Node*> seen;
+  bool reaches_input = false;
+  std::function<void(const std::shared_ptr<Symbol::Node>&)> visit = [&](const std::shared_ptr<Symbol::Node>& n) {
+    if (!seen.insert(n.get()).second) return;
+    if (!n->layer) {
+      if (n != in.node()) throw ValueError("Model \"" + name + "\": the output depends on input \"" + n->input_name + "\", which is not the model's input");
+      reaches_input = true;
+      return;
+    }
+    for (const Symbol& s : n->inputs) visit(s.node());
+    calls.push_back(n);
+    if (std::find(layers.begin(), layers.end(), n->layer) == layers.end()) layers.push_back(n->layer);
+  };
+  visit(out.node());
+  if (!reaches_input) throw ValueError("Model \"" + name + "\": the output does not depend on the input");
+}
+
+graph::Value Model::Impl::trace(CallContext& ctx, graph::Value x) const {
+  std::map<const Symbol::Node*, graph::Value> value{{input.node().get(), x}};
+  for (const auto& call : calls) {
+    std::vector<graph::Value> ins;
+    for (const Symbol& s : call->inputs) ins.push_back(value.at(s.node().get()));
+    graph::ScopeGuard scope(ctx.g, call->layer->name());
+    value[call.get()] = call->layer->call(ctx, ins);
+  }
+  return value.at(output.node().get());
+}
+
+std::vector<VariablePtr> Model::Impl::weights() const {
+  std::vector<VariablePtr> out;
+  for (const auto& l : layers)
+    for (const auto& w : l->weights()) out.push_back(w);
+  return out;
+}
+
+Model::Model(const Symbol& input, const Symbol& output, const std::string& name) : impl_(std::make_unique<Impl>()) {
+  impl_->name = name.empty() ? unique_layer_name("functional") : name;
+  impl_->set_graph(input, output);
+}
+
+Model::Model(const std::string& name, const std::string& class_prefix) : impl_(std::make_unique<Impl>()) {
+  impl_->name = name.empty() ? unique_layer_name(class_prefix) : name;
+  impl_->class_name = "Sequential";
+}
+
+Model::~Model() = default;
+
+void Model::set_graph(const Symbol& input, const Symbol& output) {
+  impl_->set_graph(input, output);
+  impl_->steps.clear();
+}
+bool Model::has_graph() const { return static_cast<bool>(impl_->output.node()); }
+void Model::ensure_built(const Shape&, DType) {}
+
+const std::string& Model::name() const { return impl_->name; }
+std::vector<std::shared_ptr<Layer>> Model::layers() const { return impl_->layers; }
+std::vector<VariablePtr> Model::weights() const { return impl_->weights(); }
+std::vector<VariablePtr> Model::trainable_weights() const {
+  std::vector<VariablePtr> out;
+  for (const auto& w : impl_->weights())
+    if (w->trainable()) out.push_back(w);
+  return out;
+}
+std::vector<Tensor> Model::get_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& w : impl_->weights()) out.push_back(w->value().clone());
+  return out;
+}
+void Model::set_weights(const std::vector<Tensor>& values) {
+  const auto ws = impl_->weights();
+  if (values.size() != ws.size())
+    throw ValueError("Model \"" + impl_->name + "\": set_weights expected " + std::to_string(ws.size()) + " arrays, got " +
+                     std::to_string(values.size()));
+  for (std::size_t i = 0; i < ws.size(); ++i) ws[i]->assign(values[i].cast(ws[i]->value().dtype()));
+}
+const OptimizerPtr& Model::optimizer() const { return impl_->optimizer; }
+std::size_t Model::planned_arena_bytes() const { return impl_->last_arena_bytes; }
+
+std::string Model::summary_string() {
+  std::vector<detail::SummaryRow> rows;
+  detail::SummaryTotals totals;
+  const bool functional = impl_->class_name == "Functional";
+  if (functional && impl_->input.node())
+    rows.push_back({impl_->input.node()->input_name + "", "InputLayer", impl_->input.shape().str(), 0, {}});
+  for (const auto& call : impl_->calls) {
+    std::vector<std::string> from;
+    for (const Symbol& s : call->inputs)
+      from.push_back((s.node()->layer ? s.node()->layer->name() : s.node()->input_name) + "[0][0]");
+    const bool first_use = std::none_of(rows.begin(), rows.end(), [&](const auto& r) { return r.name == call->layer->name(); });
+    rows.push_back({call->layer->name(), call->layer->class_name(), call->shape.str(), first_use ? call->layer->count_params() : 0, from});
+  }
+  for (const auto& w : impl_->weights()) {
+    const int64_t bytes = static_cast<int64_t>(w->value().bytes());
+    if (w->trainable()) totals.trainable += w->value().size(), totals.trainable_bytes += bytes;
+    else totals.non_trainable += w->value().size(), totals.non_trainable_bytes += bytes;
+  }
+  if (impl_->optimizer && impl_->optimizer->variables().size() > 2)  // built: slots exist
+    for (const auto& v : impl_->optimizer->variables())
+      totals.optimizer += v->value().size(), totals.optimizer_bytes += static_cast<int64_t>(v->value().bytes());
+  return detail::format_summary(impl_->name, rows, functional, totals);
+}
+
+void Model::summary(std::ostream& out) { out << summary_string(); }
+
+Sequential::Sequential(std::vector<LayerRef> layers, const std::string& name) : Model(name, "sequential") {
+  for (auto& l : layers) add(std::move(l));
+}
+
+void Sequential::add(LayerRef layer) {
+  if (const Shape* shape = layers::input_layer_shape(*layer)) {
+    if (!layers_.empty()) throw ValueError("Sequential \"" + name() + "\": an InputLayer must come first");
+    layers_.push_back(std::move(layer));
+    build(*shape);
+    return;
+  }
+  layers_.push_back(std::move(layer));
+  if (input_shape_) build(*input_shape_, dtype_);  // layers added after building join the chain
+}
+
+void Sequential::build(const Shape& input_shape, DType dtype) {
+  input_shape_ = input_shape;
+  dtype_ = dtype;
+  Symbol x = Input(input_shape, dtype);
+  Symbol y = x;
+  for (const LayerRef& l : layers_)
+    if (!layers::input_layer_shape(*l)) y = l(y);
+  if (y.node() != x.node()) set_graph(x, y);
+}
+
+void Sequential::ensure_built(const Shape& sample_shape, DType dtype) {
+  if (!input_shape_) build(sample_shape, dtype);
+  if (!has_graph()) throw ValueError("Sequential \"" + name() + "\": the model has no layers");
+}
+
+}  // namespace tandem

@@ -1,0 +1,50 @@
+// Model internals shared by model.cpp (structure), step.cpp (compiled steps) and fit.cpp.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/symbol.h"
+#include "runtime/executable.h"
+#include "tandem/model.h"
+
+namespace tandem {
+
+enum class StepKind { Train, Test, Predict };
+
+// One compiled step for one batch size: where to write inputs and where to read results.
+struct CompiledStep {
+  std::unique_ptr<runtime::Executable> exe;
+  void* x = nullptr;
+  void* y = nullptr;
+  int loss = -1;                 // fetch indices
+  std::vector<int> metrics;      // per-batch sums, one per compiled metric
+  int output = -1;
+};
+
+struct Model::Impl {
+  std::string name;
+  std::string class_name = "Functional";
+  Symbol input, output;
+  std::vector<std::shared_ptr<Symbol::Node>> calls;  // layer calls in topological order
+  std::vector<std::shared_ptr<Layer>> layers;         // distinct layers, first-use order
+
+  // Set by compile.
+  bool compiled = false;
+  OptimizerPtr optimizer;
+  LossPtr loss;
+  std::vector<std::string> metrics;
+  distribute::StrategyPtr strategy;
+  std::map<std::pair<StepKind, int64_t>, CompiledStep> steps;  // cached per (kind, batch size)
+  std::size_t last_arena_bytes = 0;
+
+  void set_graph(const Symbol& in, const Symbol& out);
+  // Traces the layer calls into g on placeholder x; returns the model's output value.
+  graph::Value trace(CallContext& ctx, graph::Value x) const;
+  CompiledStep& step(StepKind kind, int64_t batch, const TensorType& y_type);
+  std::vector<VariablePtr> weights() const;
+};
+
+}  // namespace tandem

@@ -1,0 +1,53 @@
+// matmul: (M,K)·(K,N) with optional transposes; a leading batch of rows on the left operand is
+// folded into M, so Dense works on (batch, ..., in).
+#include "ops/ops.h"
+#include "tandem/errors.h"
+
+namespace tandem::ops {
+
+namespace {
+std::vector<TensorType> infer_matmul(const Attrs& a, const std::vector<TensorType>& in) {
+  const Shape &x = in[0].shape, &w = in[1].shape;
+  const bool ta = a.b("transpose_a"), tb = a.b("transpose_b");
+  if (in[0].dtype != in[1].dtype || !is_float(in[0].dtype))
+    throw ShapeError(std::string("matmul: operands must share a float dtype, got ") + dtype_name(in[0].dtype) + " and " +
+                     dtype_name(in[1].dtype));
+  if (w.rank() != 2 || x.rank() < 2 || (ta && x.rank() != 2))
+    throw ShapeError("matmul: expected a matrix right operand and a left operand of rank >= 2, got " + x.str() +
+                     " and " + w.str());
+  const int64_t k_left = ta ? x[0] : x.back();
+  const int64_t k_right = tb ? w[1] : w[0];
+  if (k_left != k_right)
+    throw ShapeError("matmul: inner dimensions differ: " + x.str() + (ta ? "ᵀ" : "") + " · " + w.str() + (tb ? "ᵀ" : ""));
+  std::vector<int64_t> out = x.dims();
+  if (ta) out = {x[1], 0};
+  out.back() = tb ? w[0] : w[1];
+  return one({Shape(out), in[0].dtype});
+}
+}  // namespace
+
+REGISTER_OP(
+    .name = "matmul", .infer = infer_matmul,
+    .grad = [](GradContext& c) {
+      const bool ta = c.attrs().b("transpose_a"), tb = c.attrs().b("transpose_b");
+      Value a = c.input(0), b = c.input(1), dy = c.dy();
+      const Shape a_shape = c.input_type(0).shape;
+      // Fold leading dims of a left operand of rank > 2 into rows: (B, ..., K) -> (B*..., K).
+      if (a_shape.rank() > 2) {
+        const int64_t k = a_shape.back();
+        a = reshape(c.g, a, {a_shape.num_elements() / k, k});
+        const Shape& ys = c.g.type(dy).shape;
+        dy = reshape(c.g, dy, {ys.num_elements() / ys.back(), ys.back()});
+      }
+      Value da = ta ? matmul(c.g, b, dy, tb, true) : matmul(c.g, dy, b, false, !tb);
+      Value db = tb ? matmul(c.g, dy, a, true, ta) : matmul(c.g, a, dy, !ta, false);
+      if (a_shape.rank() > 2) da = reshape(c.g, da, a_shape);
+      c.set(0, da);
+      c.set(1, db);
+    });
+
+Value matmul(Graph& g, Value a, Value b, bool ta, bool tb) {
+  return g.add("matmul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}});
+}
+
+}  // namespace tandem::ops

@@ -1,0 +1,51 @@
+// Graph-building functions: what layers, losses, optimizers and gradient rules call to emit ops.
+#pragma once
+
+#include <vector>
+
+#include "ops/registry.h"
+
+namespace tandem::ops {
+
+Value fill(Graph& g, const TensorType& type, double value);
+Value scale(Graph& g, Value x, double factor);           // x * factor
+Value cast(Graph& g, Value x, DType to);
+
+Value matmul(Graph& g, Value a, Value b, bool transpose_a = false, bool transpose_b = false);
+Value bias_add(Graph& g, Value x, Value bias);           // bias along the last axis
+Value add(Graph& g, Value a, Value b);                   // NumPy broadcasting
+Value sub(Graph& g, Value a, Value b);
+Value mul(Graph& g, Value a, Value b);
+Value div(Graph& g, Value a, Value b);
+
+Value relu(Graph& g, Value x);
+Value sigmoid(Graph& g, Value x);
+Value tanh(Graph& g, Value x);
+Value gelu(Graph& g, Value x, bool approximate = false);
+Value softmax(Graph& g, Value x, int axis = -1);
+Value log_softmax(Graph& g, Value x, int axis = -1);
+
+Value reshape(Graph& g, Value x, Shape shape);    // full shape, batch included
+Value reduce_sum(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
+Value reduce_mean(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
+Value sum_to(Graph& g, Value x, Shape shape);      // undoes broadcasting: sums the broadcast axes
+Value broadcast_to(Graph& g, Value x, Shape shape);
+
+// Per-row losses, shape (batch,). `target` holds class ids (sparse) or a distribution.
+Value cross_entropy(Graph& g, Value pred, Value target, bool sparse, bool from_logits);
+Value binary_cross_entropy(Graph& g, Value pred, Value target, bool from_logits);
+Value squared_error(Graph& g, Value pred, Value target);   // mean over the last axis
+Value absolute_error(Graph& g, Value pred, Value target);  // mean over the last axis
+
+// Inverted dropout whose mask depends only on (seed, step, global row index, column).
+Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed, int64_t row_offset = 0);
+
+Value argmax(Graph& g, Value x, int axis = -1);           // int64
+Value equal(Graph& g, Value a, Value b);                  // same dtype; float 1/0 of a's float kind
+
+// Shape helpers shared by infer functions and kernels.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+int normalize_axis(int64_t axis, int rank, const char* op);
+bool is_float(DType t);
+
+}  // namespace tandem::ops

@@ -1,0 +1,67 @@
+// reduce_sum and reduce_mean over a set of axes, and sum_to (the adjoint of broadcasting).
+#include <algorithm>
+
+#include "ops/ops.h"
+#include "tandem/errors.h"
+
+namespace tandem::ops {
+
+namespace {
+std::vector<int64_t> normalized_axes(const Attrs& a, int rank, const char* op) {
+  std::vector<int64_t> axes;
+  for (int64_t ax : a.ints("axes")) axes.push_back(normalize_axis(ax, rank, op));
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+Shape reduced_shape(const Shape& in, const std::vector<int64_t>& axes, bool keepdims) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < in.rank(); ++i) {
+    const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (!reduced) out.push_back(in[i]);
+    else if (keepdims) out.push_back(1);
+  }
+  return Shape(out);
+}
+
+InferFn infer_reduce(const char* op) {
+  return [op](const Attrs& a, const std::vector<TensorType>& in) {
+    return one({reduced_shape(in[0].shape, normalized_axes(a, in[0].shape.rank(), op), a.b("keepdims")), in[0].dtype});
+  };
+}
+
+// Gradient of a reduction: put the reduced axes back as size 1, then broadcast.
+Value spread(GradContext& c, double factor) {
+  const Shape in = c.input_type(0).shape;
+  Shape kept = reduced_shape(in, normalized_axes(c.attrs(), in.rank(), "reduce"), true);
+  Value dy = factor == 1.0 ? c.dy() : scale(c.g, c.dy(), factor);
+  return broadcast_to(c.g, reshape(c.g, dy, kept), in);
+}
+}  // namespace
+
+REGISTER_OP(.name = "reduce_sum", .infer = infer_reduce("reduce_sum"), .grad = [](GradContext& c) { c.set(0, spread(c, 1.0)); });
+REGISTER_OP(.name = "reduce_mean", .infer = infer_reduce("reduce_mean"), .grad = [](GradContext& c) {
+  const Shape& in = c.input_type(0).shape;
+  const Shape& out = c.g.type(c.output()).shape;
+  c.set(0, spread(c, static_cast<double>(out.num_elements()) / static_cast<double>(in.num_elements())));
+});
+
+Value reduce_sum(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims) {
+  return g.add("reduce_sum", {x}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});
+}
+Value reduce_mean(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims) {
+  return g.add("reduce_mean", {x}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});
+}
+
+Value sum_to(Graph& g, Value x, Shape shape) {
+  const Shape in = g.type(x).shape;
+  if (in == shape) return x;
+  std::vector<int64_t> axes;
+  const int lead = in.rank() - shape.rank();
+  for (int i = 0; i < in.rank(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && in[i] != 1)) axes.push_back(i);
+  return reshape(g, reduce_sum(g, x, axes, false), shape);
+}
+
+}  // namespace tandem::ops

@@ -1,0 +1,64 @@
+// The op registry: per op, how to infer output types and how to differentiate it. Kernels are
+// elsewhere (backends); this file knows nothing of devices.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tandem::ops {
+
+using graph::Attrs;
+using graph::Graph;
+using graph::Value;
+
+// What a gradient rule sees: the forward node, its inputs and outputs, and the incoming gradients.
+class GradContext {
+ public:
+  GradContext(Graph& g, int node, std::vector<Value> dys) : g(g), node_(node), dys_(std::move(dys)) {}
+  Graph& g;
+  const graph::Node& node() const { return g.node(node_); }
+  const Attrs& attrs() const { return node().attrs; }
+  Value input(int i) const { return node().inputs[static_cast<std::size_t>(i)]; }
+  Value output(int i = 0) const { return {node_, i}; }
+  const TensorType& input_type(int i) const { return g.type(input(i)); }
+  // Incoming gradient of output i; invalid if that output does not reach the loss.
+  Value dy(int i = 0) const { return dys_[static_cast<std::size_t>(i)]; }
+  void set(int input, Value grad);
+  const std::vector<Value>& grads() const { return grads_; }
+
+ private:
+  int node_;
+  std::vector<Value> dys_;
+  std::vector<Value> grads_;
+};
+
+using InferFn = std::function<std::vector<TensorType>(const Attrs&, const std::vector<TensorType>& inputs)>;
+using GradFn = std::function<void(GradContext&)>;
+
+struct OpDef {
+  std::string name;
+  InferFn infer;
+  GradFn grad;                    // empty: the op is not differentiable (asking is an error)
+  bool zero_grad = false;         // integer-valued ops (argmax, equal): gradients stop here
+  std::vector<int> writes_inputs; // update ops write these inputs in place (variables)
+  bool has_side_effects = false;  // kept even when no output is used
+};
+
+const OpDef& find(const std::string& name);  // throws for an unknown op
+
+struct Registration {
+  explicit Registration(OpDef def);
+};
+
+// Shorthand for infer functions: one output.
+inline std::vector<TensorType> one(TensorType t) { return {std::move(t)}; }
+
+}  // namespace tandem::ops
+
+#define TANDEM_CONCAT_(a, b) a##b
+#define TANDEM_CONCAT(a, b) TANDEM_CONCAT_(a, b)
+#define REGISTER_OP(...) \
+  static const ::tandem::ops::Registration TANDEM_CONCAT(op_registration_, __COUNTER__)(::tandem::ops::OpDef{__VA_ARGS__})

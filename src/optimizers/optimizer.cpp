@@ -1,0 +1,62 @@
+// The optimizer base: owns the iteration counter, the learning rate and the per-variable slots,
+// and emits one fused update op per trainable variable.
+#include <algorithm>
+
+#include "graph/graph.h"
+#include "tandem/errors.h"
+#include "tandem/optimizers.h"
+
+namespace tandem {
+
+namespace {
+graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
+}  // namespace
+
+Optimizer::Optimizer(double learning_rate) {
+  if (!(learning_rate >= 0.0)) throw ValueError("optimizer: learning_rate must be >= 0, got " + std::to_string(learning_rate));
+  variables_.push_back(std::make_shared<Variable>("optimizer/iteration", Tensor(Shape{}, DType::I64), false));
+  Tensor lr(Shape{}, DType::F32);
+  lr.data<float>()[0] = static_cast<float>(learning_rate);
+  variables_.push_back(std::make_shared<Variable>("optimizer/learning_rate", lr, false));
+}
+
+double Optimizer::learning_rate() const { return variables_[1]->value().item(0); }
+void Optimizer::set_learning_rate(double lr) { variables_[1]->value().data<float>()[0] = static_cast<float>(lr); }
+int64_t Optimizer::iterations() const { return variables_[0]->value().data<int64_t>()[0]; }
+
+void Optimizer::build(const std::vector<VariablePtr>& trainable) {
+  for (const VariablePtr& v : trainable) {
+    if (std::find(slot_owner_ids_.begin(), slot_owner_ids_.end(), v->id()) != slot_owner_ids_.end()) continue;
+    std::vector<VariablePtr> slots;
+    for (const std::string& s : slot_names()) {
+      auto slot = std::make_shared<Variable>("optimizer/" + v->path() + "/" + s, Tensor(v->value().shape(), v->value().dtype()), false);
+      slots.push_back(slot);
+      variables_.push_back(slot);
+    }
+    slots_.push_back(std::move(slots));
+    slot_owner_ids_.push_back(v->id());
+  }
+}
+
+void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads) {
+  build(vars);
+  graph::ScopeGuard phase(g, graph::Phase::Update);
+  graph::ScopeGuard scope(g, "optimizer");
+  const graph::Value iteration = read(g, *variables_[0]);
+  const graph::Value lr = read(g, *variables_[1]);
+  std::vector<int> updates;
+  for (std::size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i].valid()) continue;  // the variable does not affect the loss
+    const auto at = std::find(slot_owner_ids_.begin(), slot_owner_ids_.end(), vars[i]->id()) - slot_owner_ids_.begin();
+    std::vector<graph::Value> slots;
+    for (const VariablePtr& s : slots_[static_cast<std::size_t>(at)]) slots.push_back(read(g, *s));
+    const int before = g.size();
+    emit_update(g, read(g, *vars[i]), grads[i], lr, iteration, slots);
+    for (int n = before; n < g.size(); ++n) updates.push_back(n);
+  }
+  // Every update reads the iteration count; it advances only after all of them.
+  g.add_multi("increment", {iteration});
+  g.node(g.size() - 1).after = updates;
+}
+
+}  // namespace tandem

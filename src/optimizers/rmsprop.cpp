@@ -1,0 +1,46 @@
+// RMSprop (Keras 3): ms = ρ·ms + (1−ρ)·g²; step = lr·g/√(ms + ε) (ε inside the root, unlike
+// PyTorch); with momentum: mom = momentum·mom + step; w −= mom; else w −= step.
+#include "graph/graph.h"
+#include "tandem/errors.h"
+#include "tandem/optimizers.h"
+
+namespace tandem::optimizers {
+
+namespace {
+class RMSpropOptimizer : public Optimizer {
+ public:
+  RMSpropOptimizer(double lr, RMSpropOptions o) : Optimizer(lr), o_(o) {
+    if (!(o.rho >= 0 && o.rho < 1)) throw ValueError("RMSprop: rho must be in [0, 1), got " + std::to_string(o.rho));
+  }
+  std::string name() const override { return "rmsprop"; }
+
+ protected:
+  std::vector<std::string> slot_names() const override {
+    if (o_.momentum > 0) return {"velocity", "momentum"};
+    return {"velocity"};
+  }
+  void emit_update(graph::Graph& g, const graph::Value& var, const graph::Value& grad, const graph::Value& lr,
+                   const graph::Value&, const std::vector<graph::Value>& slots) const override {
+    std::vector<graph::Value> in{var, grad, lr};
+    in.insert(in.end(), slots.begin(), slots.end());
+    g.add_multi("rmsprop_update", in, {{"rho", o_.rho}, {"epsilon", o_.epsilon}, {"momentum", o_.momentum}});
+  }
+
+ private:
+  RMSpropOptions o_;
+};
+}  // namespace
+
+OptimizerPtr RMSprop(double learning_rate, const RMSpropOptions& options) {
+  return std::make_shared<RMSpropOptimizer>(learning_rate, options);
+}
+
+OptimizerPtr get(const std::string& name) {
+  if (name == "sgd") return SGD();
+  if (name == "adam") return Adam();
+  if (name == "adamw") return AdamW();
+  if (name == "rmsprop") return RMSprop();
+  throw ValueError("compile: unknown optimizer '" + name + "'; expected one of sgd, adam, adamw, rmsprop");
+}
+
+}  // namespace tandem::optimizers

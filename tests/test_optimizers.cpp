@@ -1,0 +1,2 @@
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
