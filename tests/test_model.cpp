@@ -1,2 +1,188 @@
+// The Model API end to end on small problems with known answers, determinism, and error messages.
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace tl = tandem::layers;
+using tandem::Tensor;
+
+namespace {
+tandem::Dataset random_classification(int64_t rows, int64_t features, int classes, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(rows * features));
+  std::vector<int32_t> y(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    float s = 0;
+    for (int64_t f = 0; f < features; ++f) s += (x[static_cast<std::size_t>(r * features + f)] = normal(gen)) * float(f + 1);
+    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(std::abs(static_cast<int>(s * 3)) % classes);
+  }
+  return {Tensor::from({rows, features}, std::span<const float>(x)), Tensor::from({rows}, std::span<const int32_t>(y))};
+}
+
+std::vector<Tensor> train_once(uint64_t seed) {
+  tandem::set_random_seed(seed);
+  const auto data = random_classification(300, 12, 4, 7);
+  tandem::Sequential model({tl::InputLayer({12}), tl::Dense(32, "relu"), tl::Dropout(0.3), tl::Dense(4)});
+  model.compile({.optimizer = tandem::optimizers::Adam(1e-2),
+                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"}});
+  model.fit(data, {.epochs = 3, .batch_size = 32, .verbose = 0});  // shuffled, dropout, partial last batch
+  return model.get_weights();
+}
+
+bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].bytes() != b[i].bytes() || std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) != 0) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("model: same seed gives bitwise-identical weights; another seed does not") {
+  const auto a = train_once(123), b = train_once(123), c = train_once(124);
+  CHECK(bitwise_equal(a, b));
+  CHECK_FALSE(bitwise_equal(a, c));
+}
+
+TEST_CASE("model: linear regression with SGD converges to the closed-form solution") {
+  // y = 2·x0 − 3·x1 + 0.5 exactly; least squares has this unique solution.
+  std::mt19937_64 gen(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(400), y(200);
+  for (int r = 0; r < 200; ++r) {
+    x[2 * r] = u(gen), x[2 * r + 1] = u(gen);
+    y[r] = 2 * x[2 * r] - 3 * x[2 * r + 1] + 0.5f;
+  }
+  auto in = tandem::Input({2});
+  tandem::Model model(in, tl::Dense(1)(in));
+  model.compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = "mse", .metrics = {"mae"}});
+  const auto h = model.fit(Tensor::from({200, 2}, std::span<const float>(x)), Tensor::from({200}, std::span<const float>(y)),
+                           {.epochs = 60, .batch_size = 20, .verbose = 0});
+  const auto w = model.get_weights();
+  CHECK(w[0].item(0) == doctest::Approx(2.0).epsilon(1e-3));
+  CHECK(w[0].item(1) == doctest::Approx(-3.0).epsilon(1e-3));
+  CHECK(w[1].item(0) == doctest::Approx(0.5).epsilon(1e-3));
+  CHECK(h.history.at("mae").back() < 1e-3);
+  CHECK(h.history.at("loss").size() == 60);
+}
+
+TEST_CASE("model: evaluate and predict agree with a cross-entropy computed from the predictions") {
+  tandem::set_random_seed(5);
+  const auto data = random_classification(50, 6, 3, 3);
+  tandem::Sequential model({tl::InputLayer({6}), tl::Dense(8, "tanh"), tl::Dense(3)});
+  model.compile({.optimizer = "adam", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
+  const Tensor logits = model.predict(data.x(), {.batch_size = 16});  // 16, 16, 16, 2: partial last batch
+  double loss = 0, correct = 0;
+  for (int64_t r = 0; r < 50; ++r) {
+    double mx = -1e30, sum = 0;
+    int64_t best = 0;
+    for (int64_t j = 0; j < 3; ++j) {
+      mx = std::max(mx, logits.item(r * 3 + j));
+      if (logits.item(r * 3 + j) > logits.item(r * 3 + best)) best = j;
+    }
+    for (int64_t j = 0; j < 3; ++j) sum += std::exp(logits.item(r * 3 + j) - mx);
+    const auto label = static_cast<int64_t>(data.y().item(r));
+    loss += mx + std::log(sum) - logits.item(r * 3 + label);
+    correct += best == label;
+  }
+  const tandem::Logs logs = model.evaluate(data, {.batch_size = 16, .verbose = 0});
+  CHECK(logs.at("loss") == doctest::Approx(loss / 50).epsilon(1e-5));
+  CHECK(logs.at("accuracy") == doctest::Approx(correct / 50).epsilon(1e-6));
+}
+
+TEST_CASE("model: the last partial batch is a step of its own") {
+  const auto data = random_classification(10, 3, 2, 1);
+  tandem::Sequential model({tl::InputLayer({3}), tl::Dense(2)});
+  model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  model.fit(data, {.epochs = 2, .batch_size = 4, .verbose = 0});
+  CHECK(model.optimizer()->iterations() == 6);  // 4 + 4 + 2 rows, twice
+  CHECK(model.planned_arena_bytes() > 0);
+}
+
+TEST_CASE("model: a layer called twice shares its weights") {
+  auto x = tandem::Input({4});
+  auto shared = tl::Dense(4, "tanh");
+  auto y = shared(shared(x));
+  tandem::Model model(x, y);
+  CHECK(model.layers().size() == 1);
+  CHECK(model.weights().size() == 2);
+  // With the identity as kernel and zero bias, the model computes tanh(tanh(x)).
+  std::vector<float> eye(16, 0.0f);
+  for (int i = 0; i < 4; ++i) eye[static_cast<std::size_t>(i * 5)] = 1.0f;
+  model.set_weights({Tensor::from({4, 4}, std::span<const float>(eye)), Tensor({4}, tandem::DType::F32)});
+  const std::vector<float> in{0.5f, -1.0f, 2.0f, 0.0f};
+  const Tensor out = model.predict(Tensor::from({1, 4}, std::span<const float>(in)));
+  for (int i = 0; i < 4; ++i) CHECK(out.item(i) == doctest::Approx(std::tanh(std::tanh(in[static_cast<std::size_t>(i)]))));
+}
+
+TEST_CASE("model: dropout is the identity outside training") {
+  tandem::set_random_seed(9);
+  tandem::Sequential with({tl::InputLayer({5}), tl::Dense(5), tl::Dropout(0.5)});
+  const std::vector<float> in{1, 2, 3, 4, 5, -1, -2, -3, -4, -5};
+  const Tensor x = Tensor::from({2, 5}, std::span<const float>(in));
+  const Tensor y = with.predict(x);
+  const auto w = with.layers()[0]->get_weights();  // the Dense layer
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 5; ++c) {
+      double expect = w[1].item(c);
+      for (int64_t k = 0; k < 5; ++k) expect += x.item(r * 5 + k) * w[0].item(k * 5 + c);
+      CHECK(y.item(r * 5 + c) == doctest::Approx(expect).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("model: summary lists layers, shapes and parameter counts") {
+  tandem::Sequential model({tl::InputLayer({28, 28}), tl::Flatten(), tl::Dense(256, "relu"), tl::Dense(10)}, "mlp");
+  const std::string s = model.summary_string();
+  CHECK(s.find("Model: \"mlp\"") != std::string::npos);
+  CHECK(s.find("(None, 784)") != std::string::npos);
+  CHECK(s.find("200,960") != std::string::npos);
+  CHECK(s.find("Total params: 203,530 (795.04 KB)") != std::string::npos);
+}
+
+TEST_CASE("model errors: each names the layer or argument with expected and actual values") {
+  tandem::Sequential model({tl::InputLayer({4}), tl::Dense(3, "relu", {.name = "hidden"}), tl::Dense(2)}, "m");
+  model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  const Tensor y2(tandem::Shape{6}, tandem::DType::I32);
+
+  SUBCASE("wrong input shape") {
+    CHECK_THROWS_WITH_AS(model.fit(Tensor({6, 5}, tandem::DType::F32), y2, {.verbose = 0}),
+                         "Model \"m\": expected input of shape (None, 4), got x of shape (6, 5)", tandem::ShapeError);
+  }
+  SUBCASE("label out of range") {
+    std::vector<int32_t> labels{0, 1, 2, 0, 1, 0};
+    CHECK_THROWS_WITH_AS(model.fit(Tensor({6, 4}, tandem::DType::F32), Tensor::from({6}, std::span<const int32_t>(labels)), {.verbose = 0}),
+                         doctest::Contains("label 2 at row 2 is out of range [0, 2)"), tandem::ValueError);
+  }
+  SUBCASE("mismatched x and y lengths") {
+    CHECK_THROWS_WITH_AS(model.fit(Tensor({6, 4}, tandem::DType::F32), Tensor({5}, tandem::DType::I32), {.verbose = 0}),
+                         doctest::Contains("x has 6 rows but y has 5"), tandem::ValueError);
+  }
+  SUBCASE("a layer called on the wrong width") {
+    auto x = tandem::Input({7});
+    CHECK_THROWS_WITH_AS((*model.layers()[0])(x), "Dense \"hidden\": expected input of last dimension 4, got (None, 7)", tandem::ShapeError);
+  }
+  SUBCASE("unknown names") {
+    CHECK_THROWS_WITH_AS(tl::Dense(3, "swish2"), doctest::Contains("unknown activation 'swish2'"), tandem::ValueError);
+    CHECK_THROWS_WITH_AS(tl::Activation("nope"), doctest::Contains("unknown activation 'nope'"), tandem::ValueError);
+    CHECK_THROWS_WITH_AS(model.compile({.optimizer = "sgd", .loss = "hinge2"}), doctest::Contains("unknown loss 'hinge2'"), tandem::ValueError);
+    CHECK_THROWS_WITH_AS(model.compile({.optimizer = "sgd", .loss = "mse", .metrics = {"auc9"}}),
+                         doctest::Contains("unknown metric 'auc9'"), tandem::ValueError);
+    CHECK_THROWS_WITH_AS(tl::Dense(3, "", {.kernel_initializer = "bogus"})(tandem::Input({2})),
+                         doctest::Contains("unknown initializer 'bogus'"), tandem::ValueError);
+  }
+  SUBCASE("bad arguments") {
+    CHECK_THROWS_WITH_AS(tl::Dense(0), doctest::Contains("units must be positive, got 0"), tandem::ValueError);
+    CHECK_THROWS_WITH_AS(tl::Dropout(1.0), doctest::Contains("rate must be in [0, 1), got 1"), tandem::ValueError);
+    CHECK_THROWS_WITH_AS(model.fit(Tensor({6, 4}, tandem::DType::F32), y2, {.batch_size = 0, .verbose = 0}),
+                         doctest::Contains("batch_size must be >= 1, got 0"), tandem::ValueError);
+  }
+  SUBCASE("fit before compile") {
+    tandem::Sequential fresh({tl::InputLayer({4}), tl::Dense(2)}, "fresh");
+    CHECK_THROWS_WITH_AS(fresh.fit(Tensor({6, 4}, tandem::DType::F32), y2, {.verbose = 0}),
+                         doctest::Contains("call compile() before fit()"), tandem::ValueError);
+  }
+}
