@@ -27,3 +27,7 @@ LayerRef Dropout(double rate, const std::string& name = "");
 LayerRef InputLayer(Shape shape, const std::string& name = "");
 
 }  // namespace tandem::layers
+
+#include "tandem/layers/attention.h"
+#include "tandem/layers/conv.h"
+#include "tandem/layers/normalization.h"

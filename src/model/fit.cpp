@@ -105,9 +105,11 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
     batches.start_epoch(epoch);
     Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
+    // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
+    CompiledStep& full = m.step(StepKind::Train, batches.batch_rows(0), target_type(data, batches.batch_rows(0)));
     for (int64_t b = 0; b < batches.num_batches(); ++b) {
       const int64_t rows = batches.batch_rows(b);
-      CompiledStep& step = m.step(StepKind::Train, rows, target_type(data, rows));
+      CompiledStep& step = rows == batches.batch_rows(0) ? full : m.step(StepKind::Train, rows, target_type(data, rows));
       batches.gather(b, step.x, step.y);
       for (auto& c : callbacks) c->on_train_batch_begin(b, {});
       step.exe->run();

@@ -35,12 +35,4 @@ OptimizerPtr RMSprop(double learning_rate, const RMSpropOptions& options) {
   return std::make_shared<RMSpropOptimizer>(learning_rate, options);
 }
 
-OptimizerPtr get(const std::string& name) {
-  if (name == "sgd") return SGD();
-  if (name == "adam") return Adam();
-  if (name == "adamw") return AdamW();
-  if (name == "rmsprop") return RMSprop();
-  throw ValueError("compile: unknown optimizer '" + name + "'; expected one of sgd, adam, adamw, rmsprop");
-}
-
 }  // namespace tandem::optimizers

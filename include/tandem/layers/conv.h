@@ -1,0 +1,4 @@
+// (filled in as the layers land)
+#pragma once
+
+#include "tandem/layer.h"
