@@ -1,8 +1,34 @@
 // Default: one device runs the whole program; every step is forward, metrics, backward, update.
+#include <thread>
+
 #include "distribute/strategy.h"
 #include "runtime/devices.h"
+#include "tandem/errors.h"
 
 namespace tandem::distribute {
+
+int Strategy::threads_per_device() const {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / static_cast<int>(devices().size()));
+}
+
+compile::Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches) {
+  compile::Program p;
+  p.device = device;
+  p.graph = std::move(g);
+  for (int i = 0; i < p.graph.size(); ++i) p.graph.node(i).device = device;
+  const std::vector<int> order = compile::execution_order(p.graph, fetches);
+  p.blocks = compile::blocks_by_phase(p.graph, order);
+  p.memory = compile::plan_memory(p.graph, order, fetches);
+  p.fetches = fetches;
+  return p;
+}
+
+std::vector<compile::Action> run_all_blocks(const compile::Program& p) {
+  std::vector<compile::Action> actions;
+  for (std::size_t b = 0; b < p.blocks.size(); ++b) actions.push_back({static_cast<int>(b), 0});
+  return actions;
+}
 
 namespace {
 class DefaultStrategy : public Strategy {
@@ -10,20 +36,11 @@ class DefaultStrategy : public Strategy {
   explicit DefaultStrategy(std::string device) : device_(runtime::canonical_device(device)) {}
   std::vector<std::string> devices() const override { return {device_}; }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches) const override {
-    compile::Program p;
-    p.device = device_;
-    p.graph = g;
-    for (int i = 0; i < p.graph.size(); ++i) p.graph.node(i).device = device_;
-    const std::vector<int> order = compile::execution_order(p.graph, fetches);
-    p.blocks = compile::blocks_by_phase(p.graph, order);
-    p.memory = compile::plan_memory(p.graph, order, fetches);
-    p.fetches = fetches;
+  compile::Plan lower_replicas(std::vector<graph::Graph> replicas, const std::vector<graph::Value>& fetches) const override {
+    if (replicas.size() != 1) throw Error("internal: Default lowers exactly one graph");
     compile::Plan plan;
-    std::vector<compile::Action> actions;
-    for (std::size_t b = 0; b < p.blocks.size(); ++b) actions.push_back({static_cast<int>(b), 0});
-    plan.programs.push_back(std::move(p));
-    plan.schedule.push_back(std::move(actions));
+    plan.programs.push_back(single_program(device_, std::move(replicas[0]), fetches));
+    plan.schedule.push_back(run_all_blocks(plan.programs[0]));
     return plan;
   }
 

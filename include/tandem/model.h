@@ -47,6 +47,10 @@ struct FitOptions {
   int verbose = 1;                // 0 silent, 1 progress bar, 2 one line per epoch
   std::vector<CallbackPtr> callbacks;
   int initial_epoch = 0;
+  // When set, the training step with index trace_step (counted from 0 in this fit) is recorded
+  // and written to this path as a Chrome trace (open it in ui.perfetto.dev or chrome://tracing).
+  std::string trace_path;
+  int64_t trace_step = 1;
 };
 
 struct EvaluateOptions {

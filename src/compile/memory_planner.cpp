@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "compile/plan.h"
+#include "ops/registry.h"
 
 namespace tandem::compile {
 
@@ -30,8 +31,9 @@ MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, con
     for (std::size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.op == "variable") {
         mine.push_back(-1);
-      } else if (n.op == "reshape") {  // a view: share the input's buffer
-        mine.push_back(buffer_of[static_cast<std::size_t>(n.inputs[0].node)][static_cast<std::size_t>(n.inputs[0].index)]);
+      } else if (ops::find(n.op).outputs_alias_inputs) {  // a view or an in-place result
+        const graph::Value in = n.inputs[o];
+        mine.push_back(buffer_of[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
       } else {
         mine.push_back(static_cast<int>(buffers.size()));
         buffers.push_back({align(n.outputs[o].bytes()), p, p, 0});
@@ -50,27 +52,68 @@ MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, con
   for (int id : order)
     if (g.node(id).op == "placeholder") buffers[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(id)][0])].first = -1;
 
-  // Greedy by size: each buffer takes the lowest offset that no time-overlapping buffer uses.
-  std::vector<int> by_size(buffers.size());
-  for (std::size_t i = 0; i < buffers.size(); ++i) by_size[i] = static_cast<int>(i);
-  std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) { return buffers[static_cast<std::size_t>(a)].bytes > buffers[static_cast<std::size_t>(b)].bytes; });
+  // Inputs of a node that asks for them contiguously (a gradient bucket's all-reduce) become one
+  // allocation unit, laid out back to back in input order.
+  struct Unit {
+    std::size_t bytes = 0;
+    int first = 0, last = 0;
+    std::vector<int> members;
+    std::size_t offset = 0;
+  };
+  std::vector<Unit> units;
+  std::vector<int> unit_of(buffers.size(), -1);
+  for (int id : order) {
+    const graph::Node& n = g.node(id);
+    if (!ops::find(n.op).contiguous_inputs) continue;
+    Unit u{0, end, -1, {}, 0};
+    for (graph::Value in : n.inputs) {
+      const int b = buffer_of[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)];
+      if (b < 0 || unit_of[static_cast<std::size_t>(b)] >= 0) continue;  // external, or already grouped
+      unit_of[static_cast<std::size_t>(b)] = static_cast<int>(units.size());
+      u.members.push_back(b);
+    }
+    if (u.members.empty()) continue;
+    units.push_back(std::move(u));
+  }
+  for (std::size_t b = 0; b < buffers.size(); ++b)
+    if (unit_of[b] < 0) {
+      unit_of[b] = static_cast<int>(units.size());
+      units.push_back({0, end, -1, {static_cast<int>(b)}, 0});
+    }
+  for (Unit& u : units)
+    for (int b : u.members) {
+      const Buffer& buf = buffers[static_cast<std::size_t>(b)];
+      u.bytes += buf.bytes;
+      u.first = std::min(u.first, buf.first);
+      u.last = std::max(u.last, buf.last);
+    }
+
+  // Greedy by size: each unit takes the lowest offset that no time-overlapping unit uses.
+  std::vector<int> by_size(units.size());
+  for (std::size_t i = 0; i < units.size(); ++i) by_size[i] = static_cast<int>(i);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](int a, int b) { return units[static_cast<std::size_t>(a)].bytes > units[static_cast<std::size_t>(b)].bytes; });
   std::vector<int> placed;
-  for (int bi : by_size) {
-    Buffer& b = buffers[static_cast<std::size_t>(bi)];
+  for (int ui : by_size) {
+    Unit& u = units[static_cast<std::size_t>(ui)];
     std::vector<std::pair<std::size_t, std::size_t>> taken;
     for (int pi : placed) {
-      const Buffer& o = buffers[static_cast<std::size_t>(pi)];
-      if (o.first <= b.last && b.first <= o.last) taken.emplace_back(o.offset, o.offset + o.bytes);
+      const Unit& o = units[static_cast<std::size_t>(pi)];
+      if (o.first <= u.last && u.first <= o.last) taken.emplace_back(o.offset, o.offset + o.bytes);
     }
     std::sort(taken.begin(), taken.end());
     std::size_t offset = 0;
     for (auto [lo, hi] : taken) {
-      if (offset + b.bytes <= lo) break;
+      if (offset + u.bytes <= lo) break;
       offset = std::max(offset, hi);
     }
-    b.offset = offset;
-    plan.arena_bytes = std::max(plan.arena_bytes, offset + b.bytes);
-    placed.push_back(bi);
+    u.offset = offset;
+    plan.arena_bytes = std::max(plan.arena_bytes, offset + u.bytes);
+    placed.push_back(ui);
+    for (int b : u.members) {
+      buffers[static_cast<std::size_t>(b)].offset = offset;
+      offset += buffers[static_cast<std::size_t>(b)].bytes;
+    }
   }
 
   for (int id : order) {

@@ -1,4 +1,5 @@
-#include <algorithm>
+#include <queue>
+#include <tuple>
 
 #include "compile/plan.h"
 #include "ops/registry.h"
@@ -7,33 +8,56 @@
 namespace tandem::compile {
 
 std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph::Value>& fetches) {
-  std::vector<bool> needed(static_cast<std::size_t>(g.size()), false);
+  const auto n = static_cast<std::size_t>(g.size());
+  std::vector<bool> needed(n, false);
   std::vector<int> stack;
   for (graph::Value v : fetches) stack.push_back(v.node);
   for (int i = 0; i < g.size(); ++i)
     if (ops::find(g.node(i).op).has_side_effects) stack.push_back(i);
   while (!stack.empty()) {
-    const int n = stack.back();
+    const int id = stack.back();
     stack.pop_back();
-    if (needed[static_cast<std::size_t>(n)]) continue;
-    needed[static_cast<std::size_t>(n)] = true;
-    for (graph::Value in : g.node(n).inputs) stack.push_back(in.node);
-    for (int a : g.node(n).after) stack.push_back(a);
+    if (needed[static_cast<std::size_t>(id)]) continue;
+    needed[static_cast<std::size_t>(id)] = true;
+    for (graph::Value in : g.node(id).inputs) stack.push_back(in.node);
+    for (int a : g.node(id).after) stack.push_back(a);
   }
+
+  // A topological order that, among the nodes ready to run, picks eager nodes first (they start
+  // communication), then the earliest phase, then creation order. Phases therefore stay grouped
+  // wherever the dependencies allow it.
+  std::vector<int> waiting(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int id = 0; id < g.size(); ++id) {
+    if (!needed[static_cast<std::size_t>(id)]) continue;
+    const graph::Node& node = g.node(id);
+    std::vector<int> deps;
+    for (graph::Value in : node.inputs) deps.push_back(in.node);
+    deps.insert(deps.end(), node.after.begin(), node.after.end());
+    for (int d : deps) {
+      ++waiting[static_cast<std::size_t>(id)];
+      users[static_cast<std::size_t>(d)].push_back(id);
+    }
+  }
+  auto key = [&](int id) {
+    const graph::Node& node = g.node(id);
+    return std::tuple<bool, int, int>(!ops::find(node.op).eager, static_cast<int>(node.phase), id);
+  };
+  auto later = [&](int a, int b) { return key(a) > key(b); };
+  std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+  for (int id = 0; id < g.size(); ++id)
+    if (needed[static_cast<std::size_t>(id)] && waiting[static_cast<std::size_t>(id)] == 0) ready.push(id);
   std::vector<int> order;
-  for (int i = 0; i < g.size(); ++i)
-    if (needed[static_cast<std::size_t>(i)]) order.push_back(i);
-  // Creation order is topological; phases only ever read earlier phases, so sorting by phase
-  // keeps it topological while grouping each phase into one block. Checked below.
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return g.node(a).phase < g.node(b).phase; });
-  std::vector<int> position(static_cast<std::size_t>(g.size()), -1);
-  for (std::size_t p = 0; p < order.size(); ++p) position[static_cast<std::size_t>(order[p])] = static_cast<int>(p);
-  for (std::size_t p = 0; p < order.size(); ++p) {
-    const graph::Node& n = g.node(order[p]);
-    for (graph::Value in : n.inputs)
-      if (position[static_cast<std::size_t>(in.node)] > static_cast<int>(p))
-        throw Error("internal: node " + std::to_string(order[p]) + " (" + n.op + ") reads a value of a later phase");
+  while (!ready.empty()) {
+    const int id = ready.top();
+    ready.pop();
+    order.push_back(id);
+    for (int u : users[static_cast<std::size_t>(id)])
+      if (--waiting[static_cast<std::size_t>(u)] == 0) ready.push(u);
   }
+  std::size_t count = 0;
+  for (bool b : needed) count += b;
+  if (order.size() != count) throw Error("internal: the graph has a cycle");
   return order;
 }
 

@@ -23,7 +23,33 @@ struct Accumulator {
   }
 };
 
-float read_scalar(const runtime::Executable& exe, int fetch) { return *static_cast<const float*>(exe.fetch(0, fetch)); }
+// Copies batch b into the step's inputs: straight into the buffers with one replica; through a
+// staging copy of the whole batch, split by rows, with several.
+class Feeder {
+ public:
+  Feeder(const data::Batcher& batches, const Dataset& data, bool with_targets)
+      : batches_(batches), x_row_(row_bytes(data.x())), y_row_(with_targets ? row_bytes(data.y()) : 0) {}
+  void feed(int64_t b, const CompiledStep& step) {
+    if (step.x.size() == 1) return batches_.gather(b, step.x[0], y_row_ ? step.y[0] : nullptr);
+    const auto rows = static_cast<std::size_t>(batches_.batch_rows(b));
+    if (x_stage_.size() < rows * x_row_) x_stage_.resize(rows * x_row_);  // grows once
+    if (y_stage_.size() < rows * y_row_) y_stage_.resize(rows * y_row_);
+    batches_.gather(b, x_stage_.data(), y_row_ ? y_stage_.data() : nullptr);
+    std::size_t offset = 0;
+    for (std::size_t p = 0; p < step.x.size(); ++p) {
+      const auto n = static_cast<std::size_t>(step.rows[p]);
+      std::memcpy(step.x[p], x_stage_.data() + offset * x_row_, n * x_row_);
+      if (y_row_) std::memcpy(step.y[p], y_stage_.data() + offset * y_row_, n * y_row_);
+      offset += n;
+    }
+  }
+
+ private:
+  static std::size_t row_bytes(const Tensor& t) { return t.shape()[0] ? t.bytes() / static_cast<std::size_t>(t.shape()[0]) : 0; }
+  const data::Batcher& batches_;
+  std::size_t x_row_, y_row_;
+  std::vector<std::byte> x_stage_, y_stage_;
+};
 }  // namespace
 
 void Model::compile(const CompileOptions& o) {
@@ -91,6 +117,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   }
 
   data::Batcher batches(data, o.batch_size, o.shuffle, next_seed());
+  Feeder feeder(batches, data, true);
+  m.sync_replicas();
   auto history = std::make_shared<History>();
   std::vector<CallbackPtr> callbacks;
   if (o.verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>(std::cout));
@@ -100,6 +128,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   for (auto& c : callbacks) c->set_model(this), c->set_params(params);
 
   stop_training = false;
+  int64_t steps_run = 0;
   for (auto& c : callbacks) c->on_train_begin({});
   for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
@@ -110,15 +139,20 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     for (int64_t b = 0; b < batches.num_batches(); ++b) {
       const int64_t rows = batches.batch_rows(b);
       CompiledStep& step = rows == batches.batch_rows(0) ? full : m.step(StepKind::Train, rows, target_type(data, rows));
-      batches.gather(b, step.x, step.y);
+      feeder.feed(b, step);
       for (auto& c : callbacks) c->on_train_batch_begin(b, {});
+      const bool trace = !o.trace_path.empty() && steps_run == o.trace_step;
+      if (trace) step.exe->tracer().clear(), step.exe->tracer().enable(true);
       step.exe->run();
-      acc.loss += read_scalar(*step.exe, step.loss) * double(rows);
-      for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += read_scalar(*step.exe, step.metrics[i]);
+      if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);
+      ++steps_run;
+      acc.loss += step.sum(step.loss) * double(rows);
+      for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.sum(step.metrics[i]);
       acc.rows += rows;
       const Logs logs = acc.logs(m.metrics);
       for (auto& c : callbacks) c->on_train_batch_end(b, logs);
     }
+    m.last_arena_bytes = full.exe->arena_bytes(0);
     Logs logs = acc.logs(m.metrics);
     if (validation) {
       const Logs val = evaluate(*validation, {.batch_size = o.batch_size, .verbose = 0});
@@ -137,6 +171,8 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
   const Dataset data = prepare(input_data, "evaluate");
   data::Batcher batches(data, o.batch_size, false, 0);
+  Feeder feeder(batches, data, true);
+  m.sync_replicas();
   std::vector<CallbackPtr> callbacks = o.callbacks;
   if (o.verbose > 0) {
     auto bar = std::make_shared<ProgbarLogger>(std::cout);
@@ -149,10 +185,10 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
     CompiledStep& step = m.step(StepKind::Test, rows, target_type(data, rows));
-    batches.gather(b, step.x, step.y);
+    feeder.feed(b, step);
     step.exe->run();
-    acc.loss += read_scalar(*step.exe, step.loss) * double(rows);
-    for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += read_scalar(*step.exe, step.metrics[i]);
+    acc.loss += step.sum(step.loss) * double(rows);
+    for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.sum(step.metrics[i]);
     acc.rows += rows;
     const Logs logs = acc.logs(m.metrics);
     for (auto& c : callbacks) c->on_test_batch_end(b, logs);
@@ -173,16 +209,21 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
   const Tensor x = x_in.dtype() == m.input.dtype() ? x_in : x_in.cast(m.input.dtype());
   const Dataset data(x, Tensor(Shape{x.shape()[0]}, DType::I32));
   data::Batcher batches(data, o.batch_size, false, 0);
+  Feeder feeder(batches, data, false);
+  m.sync_replicas();
   Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
   std::size_t offset = 0;
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
     CompiledStep& step = m.step(StepKind::Predict, rows, {});
-    batches.gather(b, step.x, nullptr);
+    feeder.feed(b, step);
     step.exe->run();
-    const std::size_t bytes = result.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, x.shape()[0])) * static_cast<std::size_t>(rows);
-    std::memcpy(static_cast<std::byte*>(result.raw()) + offset, step.exe->fetch(0, step.output), bytes);
-    offset += bytes;
+    const std::size_t row_bytes = result.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, x.shape()[0]));
+    for (int p = 0; p < step.exe->programs(); ++p) {  // replicas' rows, in order
+      const std::size_t bytes = row_bytes * static_cast<std::size_t>(step.rows[static_cast<std::size_t>(p)]);
+      std::memcpy(static_cast<std::byte*>(result.raw()) + offset, step.exe->fetch(p, step.output), bytes);
+      offset += bytes;
+    }
   }
   return result;
 }

@@ -14,14 +14,17 @@ namespace tandem {
 
 enum class StepKind { Train, Test, Predict };
 
-// One compiled step for one batch size: where to write inputs and where to read results.
+// One compiled step for one global batch size: per program (replica), where to write its rows
+// of the inputs; fetch indices are the same in every program.
 struct CompiledStep {
   std::unique_ptr<runtime::Executable> exe;
-  void* x = nullptr;
-  void* y = nullptr;
+  std::vector<void*> x, y;       // per program
+  std::vector<int64_t> rows;     // per program
   int loss = -1;                 // fetch indices
   std::vector<int> metrics;      // per-batch sums, one per compiled metric
   int output = -1;
+  // Sums a fetched float scalar over the programs (partial losses and metric sums).
+  double sum(int fetch) const;
 };
 
 struct Model::Impl {
@@ -45,6 +48,11 @@ struct Model::Impl {
   graph::Value trace(CallContext& ctx, graph::Value x) const;
   CompiledStep& step(StepKind kind, int64_t batch, const TensorType& y_type);
   std::vector<VariablePtr> weights() const;
+
+  // Replicas other than the first keep their own copies of every variable; they are made equal
+  // to the model's (the first replica's) values at the start of fit, evaluate and predict.
+  std::map<std::pair<int, int>, Tensor> replica_values;  // (program, variable id)
+  void sync_replicas();
 };
 
 }  // namespace tandem

@@ -1,5 +1,6 @@
-// Builds the graph of one step (train, test or predict) for one batch size, lowers it with the
-// model's strategy and binds it to memory. Cached: each batch size is compiled once.
+// Builds the graphs of one step (train, test or predict) for one global batch size — one graph
+// per replica of the strategy — lowers them and binds them to memory. Cached per batch size.
+#include <cstring>
 #include <numeric>
 #include <unordered_map>
 
@@ -14,81 +15,115 @@
 namespace tandem {
 
 namespace {
-graph::Value mean_over_all(graph::Graph& g, graph::Value v, double count) {
-  std::vector<int64_t> axes(static_cast<std::size_t>(g.type(v).shape.rank()));
-  std::iota(axes.begin(), axes.end(), 0);
-  return ops::scale(g, ops::reduce_sum(g, v, axes), 1.0 / count);
-}
-
 graph::Value sum_over_all(graph::Graph& g, graph::Value v) {
   std::vector<int64_t> axes(static_cast<std::size_t>(g.type(v).shape.rank()));
   std::iota(axes.begin(), axes.end(), 0);
   return ops::reduce_sum(g, v, axes);
 }
+
+graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
 }  // namespace
+
+double CompiledStep::sum(int fetch) const {
+  double s = 0;
+  for (int p = 0; p < exe->programs(); ++p) s += *static_cast<const float*>(exe->fetch(p, fetch));
+  return s;
+}
+
+void Model::Impl::sync_replicas() {
+  std::unordered_map<int, VariablePtr> vars;
+  for (const VariablePtr& w : weights()) vars[w->id()] = w;
+  if (optimizer)
+    for (const VariablePtr& v : optimizer->variables()) vars[v->id()] = v;
+  for (auto& [key, copy] : replica_values) {
+    const Tensor& source = vars.at(key.second)->value();
+    std::memcpy(copy.raw(), source.raw(), source.bytes());
+  }
+}
 
 CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& y_type) {
   const auto key = std::make_pair(kind, batch);
   if (auto it = steps.find(key); it != steps.end()) return it->second;
 
-  graph::Graph g;
   const bool train = kind == StepKind::Train;
-  const graph::Value counter = train ? g.variable({optimizer->variables()[0]->id(), optimizer->variables()[0]->path(),
-                                                   optimizer->variables()[0]->value().type(), false})
-                                     : ops::fill(g, {Shape{}, DType::I64}, 0);
-  const graph::Value x = g.placeholder("x", {input.shape().without_batch().with_batch(batch), input.dtype()});
-  CallContext ctx(g, train, counter);
-  const graph::Value pred = trace(ctx, x);
-
+  const std::vector<distribute::Replica> replicas = strategy->split(batch);
   CompiledStep step;
+  std::vector<graph::Graph> graphs;
   std::vector<graph::Value> fetches;
-  if (kind == StepKind::Predict) {
-    step.output = 0;
-    fetches.push_back(pred);
-  } else {
-    const graph::Value y = g.placeholder("y", y_type);
-    graph::Value loss_value;
-    {
-      graph::ScopeGuard scope(g, "loss");
-      const graph::Value per = loss->per_sample(g, pred, y);
-      // Keras's "sum_over_batch_size": the mean over every per-sample loss element.
-      loss_value = mean_over_all(g, per, static_cast<double>(g.type(per).shape.num_elements()));
-    }
-    step.loss = 0;
-    fetches.push_back(loss_value);
-    {
-      graph::ScopeGuard phase(g, graph::Phase::Metric);
-      for (const std::string& m : metrics) {
-        graph::ScopeGuard scope(g, m);
-        step.metrics.push_back(static_cast<int>(fetches.size()));
-        graph::Value per = metrics::per_sample(g, m, *loss, pred, y);
-        // Per-row metrics of rank > 1 (sequence outputs) average within the row first.
-        const Shape& ps = g.type(per).shape;
-        if (ps.rank() > 1) per = ops::scale(g, ops::reduce_sum(g, ops::reshape(g, per, {ps[0], ps.num_elements() / ps[0]}), {1}), double(ps[0]) / double(ps.num_elements()));
-        fetches.push_back(sum_over_all(g, per));
+  // Every replica's loss is its share of the global mean, so the sum over replicas of the losses
+  // (and of the gradients, by all-reduce) is exactly the single-device value.
+  double global_elements = 0;
+  for (const distribute::Replica& r : replicas) {
+    graph::Graph g;
+    fetches.clear();
+    const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
+    const graph::Value x = g.placeholder("x", {input.shape().without_batch().with_batch(r.rows), input.dtype()});
+    CallContext ctx(g, train, counter, r.row_offset);
+    const graph::Value pred = trace(ctx, x);
+    if (kind == StepKind::Predict) {
+      step.output = 0;
+      fetches.push_back(pred);
+    } else {
+      const graph::Value y = g.placeholder("y", {y_type.shape.without_batch().with_batch(r.rows), y_type.dtype});
+      graph::Value loss_value;
+      {
+        graph::ScopeGuard scope(g, "loss");
+        const graph::Value per = loss->per_sample(g, pred, y);
+        // Keras's "sum_over_batch_size": the mean over every per-sample loss element of the batch.
+        const auto per_row = static_cast<double>(g.type(per).shape.num_elements()) / static_cast<double>(r.rows);
+        global_elements = per_row * static_cast<double>(batch);
+        loss_value = ops::scale(g, sum_over_all(g, per), 1.0 / global_elements);
+      }
+      step.loss = 0;
+      fetches.push_back(loss_value);
+      {
+        graph::ScopeGuard phase(g, graph::Phase::Metric);
+        step.metrics.clear();
+        for (const std::string& m : metrics) {
+          graph::ScopeGuard scope(g, m);
+          step.metrics.push_back(static_cast<int>(fetches.size()));
+          graph::Value per = metrics::per_sample(g, m, *loss, pred, y);
+          // Metrics of rank > 1 (sequence outputs) average within each row first.
+          const Shape ps = g.type(per).shape;
+          if (ps.rank() > 1)
+            per = ops::scale(g, ops::reduce_sum(g, ops::reshape(g, per, {ps[0], ps.num_elements() / ps[0]}), {1}),
+                             double(ps[0]) / double(ps.num_elements()));
+          fetches.push_back(sum_over_all(g, per));
+        }
+      }
+      if (train) {
+        std::vector<VariablePtr> trainable;
+        std::vector<graph::Value> wrt;
+        for (const VariablePtr& w : weights())
+          if (w->trainable()) trainable.push_back(w), wrt.push_back(ctx.variable(*w));
+        const std::vector<graph::Value> grads = autodiff::gradients(g, loss_value, wrt);
+        optimizer->emit_updates(g, trainable, grads);
       }
     }
-    if (train) {
-      std::vector<VariablePtr> trainable;
-      std::vector<graph::Value> wrt;
-      for (const VariablePtr& w : weights())
-        if (w->trainable()) trainable.push_back(w), wrt.push_back(ctx.variable(*w));
-      const std::vector<graph::Value> grads = autodiff::gradients(g, loss_value, wrt);
-      optimizer->emit_updates(g, trainable, grads);
-    }
+    graphs.push_back(std::move(g));
+    step.rows.push_back(r.rows);
   }
 
-  auto plan = std::make_shared<compile::Plan>(strategy->lower(g, fetches));
+  auto plan = std::make_shared<compile::Plan>(strategy->lower_replicas(std::move(graphs), fetches));
   std::unordered_map<int, VariablePtr> vars;  // bind time only
   for (const VariablePtr& w : weights()) vars[w->id()] = w;
   if (optimizer)
     for (const VariablePtr& v : optimizer->variables()) vars[v->id()] = v;
   const auto devices = strategy->devices();
+  const int threads = strategy->threads_per_device();
   step.exe = std::make_unique<runtime::Executable>(
-      plan, [&](int p) { return runtime::device_context(devices[static_cast<std::size_t>(p)]); },
-      [&](int, int id) { return vars.at(id)->value().raw(); });
-  step.x = step.exe->feed(0, "x");
-  if (kind != StepKind::Predict) step.y = step.exe->feed(0, "y");
+      plan, [&](int p) { return runtime::device_context(devices[static_cast<std::size_t>(p)], threads); },
+      [&](int p, int id) -> void* {
+        const Tensor& home = vars.at(id)->value();
+        if (p == 0) return const_cast<void*>(home.raw());
+        auto [it, added] = replica_values.try_emplace({p, id}, home.clone());
+        return it->second.raw();
+      },
+      strategy->communicator());
+  for (int p = 0; p < step.exe->programs(); ++p) {
+    step.x.push_back(step.exe->feed(p, "x"));
+    step.y.push_back(kind == StepKind::Predict ? nullptr : step.exe->feed(p, "y"));
+  }
   if (train) last_arena_bytes = step.exe->arena_bytes(0);
   return steps.emplace(key, std::move(step)).first->second;
 }

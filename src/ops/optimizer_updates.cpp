@@ -15,11 +15,14 @@ std::vector<TensorType> check_update(const Attrs&, const std::vector<TensorType>
 }  // namespace
 
 // sgd_update(var, grad, lr[, velocity]); attrs momentum, nesterov.
-REGISTER_OP(.name = "sgd_update", .infer = check_update, .writes_inputs = {0, 3}, .has_side_effects = true);
+REGISTER_OP(.name = "sgd_update", .infer = check_update, .writes_inputs = {0, 3}, .has_side_effects = true,
+            .gradient_input = 1);
 // adam_update(var, grad, lr, iteration, m, v); attrs beta_1, beta_2, epsilon, weight_decay.
-REGISTER_OP(.name = "adam_update", .infer = check_update, .writes_inputs = {0, 4, 5}, .has_side_effects = true);
+REGISTER_OP(.name = "adam_update", .infer = check_update, .writes_inputs = {0, 4, 5}, .has_side_effects = true,
+            .gradient_input = 1);
 // rmsprop_update(var, grad, lr, mean_square[, momentum]); attrs rho, epsilon, momentum.
-REGISTER_OP(.name = "rmsprop_update", .infer = check_update, .writes_inputs = {0, 3, 4}, .has_side_effects = true);
+REGISTER_OP(.name = "rmsprop_update", .infer = check_update, .writes_inputs = {0, 3, 4}, .has_side_effects = true,
+            .gradient_input = 1);
 // increment(counter): counter += 1, after every update that read it.
 REGISTER_OP(
     .name = "increment",

@@ -45,6 +45,10 @@ struct OpDef {
   bool zero_grad = false;         // integer-valued ops (argmax, equal): gradients stop here
   std::vector<int> writes_inputs; // update ops write these inputs in place (variables)
   bool has_side_effects = false;  // kept even when no output is used
+  int gradient_input = -1;        // update ops: which input is the gradient (strategies reduce it)
+  bool eager = false;             // scheduled as soon as its inputs exist (starts communication early)
+  bool contiguous_inputs = false; // the memory planner lays the inputs out back to back
+  bool outputs_alias_inputs = false;  // output i is input i's buffer (views, in-place results)
 };
 
 const OpDef& find(const std::string& name);  // throws for an unknown op

@@ -13,7 +13,8 @@ REGISTER_OP(
                          " values) to " + s.str() + " (" + std::to_string(s.num_elements()) + " values)");
       return one({s, in[0].dtype});
     },
-    .grad = [](GradContext& c) { c.set(0, reshape(c.g, c.dy(), c.input_type(0).shape)); });
+    .grad = [](GradContext& c) { c.set(0, reshape(c.g, c.dy(), c.input_type(0).shape)); },
+    .outputs_alias_inputs = true);
 
 REGISTER_OP(
     .name = "broadcast_to",

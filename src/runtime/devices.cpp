@@ -22,13 +22,14 @@ std::string canonical_device(const std::string& device) {
 
 void* device_context(const std::string& device, int threads) {
   static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<backend::cpu::Context>> contexts;
+  static std::map<std::pair<std::string, int>, std::unique_ptr<backend::cpu::Context>> contexts;
   const std::string name = canonical_device(device);
   if (name.rfind("gpu:", 0) == 0)
     throw ValueError("device '" + name + "': this build of Tandem has no GPU backend; use \"cpu\" devices");
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::lock_guard lock(mutex);
-  auto& ctx = contexts[name];
-  if (!ctx) ctx = std::make_unique<backend::cpu::Context>(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  auto& ctx = contexts[{name, threads}];
+  if (!ctx) ctx = std::make_unique<backend::cpu::Context>(threads);
   return ctx.get();
 }
 

@@ -3,61 +3,89 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/comm_context.h"
+#include "runtime/device_workers.h"
 #include "tandem/errors.h"
 
 namespace tandem::runtime {
 
+struct Executable::Bound {
+  std::unique_ptr<std::byte[], void (*)(void*)> arena{nullptr, nullptr};
+  std::vector<std::vector<void*>> pointers;  // [node][output]
+  std::vector<std::vector<backend::KernelFn>> blocks;
+  std::vector<std::vector<const char*>> names;  // op of each kernel, for traces
+  std::unique_ptr<CommWorker> comm_worker;
+  CommContext comm;
+};
+
 Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::function<void*(int)>& context,
-                       const std::function<void*(int, int)>& variable)
-    : plan_(std::move(plan)) {
+                       const std::function<void*(int, int)>& variable, std::shared_ptr<distribute::comm::Communicator> comm)
+    : plan_(std::move(plan)), comm_(std::move(comm)) {
+  std::vector<std::string> tracks;
+  for (const compile::Program& prog : plan_->programs) {
+    tracks.push_back(prog.device + " compute");
+    tracks.push_back(prog.device + " communication");
+  }
+  tracer_.set_track_names(tracks);
   for (std::size_t p = 0; p < plan_->programs.size(); ++p) {
     const compile::Program& prog = plan_->programs[p];
     const graph::Graph& g = prog.graph;
-    Bound b;
+    auto b = std::make_unique<Bound>();
     const std::size_t bytes = std::max<std::size_t>(64, prog.memory.arena_bytes);
-    b.arena = {static_cast<std::byte*>(std::aligned_alloc(64, bytes)), std::free};
-    if (!b.arena) throw Error("cannot allocate a " + std::to_string(bytes) + "-byte arena for " + prog.device);
-    std::memset(b.arena.get(), 0, bytes);  // touch every page now, not in the first step
-    b.pointers.resize(static_cast<std::size_t>(g.size()));
+    b->arena = {static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)), std::free};
+    if (!b->arena) throw Error("cannot allocate a " + std::to_string(bytes) + "-byte arena for " + prog.device);
+    std::memset(b->arena.get(), 0, bytes);  // touch every page now, not in the first step
+    if (comm_) {
+      b->comm_worker = std::make_unique<CommWorker>(&tracer_, static_cast<int>(2 * p + 1));
+      b->comm = {comm_.get(), static_cast<int>(p), b->comm_worker.get(), {}};
+    }
+    b->pointers.resize(static_cast<std::size_t>(g.size()));
     void* ctx = context(static_cast<int>(p));
-    for (const compile::Block& block : prog.blocks) {
+    for (const compile::Block& block : prog.blocks)
       for (int id : block.nodes) {
         const graph::Node& n = g.node(id);
-        auto& ptrs = b.pointers[static_cast<std::size_t>(id)];
+        auto& ptrs = b->pointers[static_cast<std::size_t>(id)];
         for (std::size_t o = 0; o < n.outputs.size(); ++o) {
           const int64_t off = prog.memory.offsets[static_cast<std::size_t>(id)][o];
           if (n.op == "variable") ptrs.push_back(variable(static_cast<int>(p), static_cast<int>(n.attrs.i("var"))));
-          else if (off == compile::MemoryPlan::kExternal) ptrs.push_back(b.pointers[static_cast<std::size_t>(n.inputs[0].node)][static_cast<std::size_t>(n.inputs[0].index)]);
-          else ptrs.push_back(b.arena.get() + off);
+          else if (off == compile::MemoryPlan::kExternal)  // a view of an input (maybe of a variable)
+            ptrs.push_back(b->pointers[static_cast<std::size_t>(n.inputs[o].node)][static_cast<std::size_t>(n.inputs[o].index)]);
+          else ptrs.push_back(b->arena.get() + off);
         }
       }
-    }
     for (const compile::Block& block : prog.blocks) {
       std::vector<backend::KernelFn> fns;
+      std::vector<const char*> names;
       for (int id : block.nodes) {
         const graph::Node& n = g.node(id);
         if (n.op == "placeholder" || n.op == "variable") continue;
-        backend::KernelInit init{n, {}, {}, b.pointers[static_cast<std::size_t>(id)], ctx};
+        backend::KernelInit init{n, {}, {}, b->pointers[static_cast<std::size_t>(id)], ctx, comm_ ? &b->comm : nullptr};
         for (graph::Value in : n.inputs) {
           init.in_types.push_back(g.type(in));
-          init.in.push_back(b.pointers[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
+          init.in.push_back(b->pointers[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
         }
         const auto& factory = backend::find_kernel(n.op, backend::DeviceKind::Cpu, backend::kernel_dtype(g, n));
-        if (auto fn = factory(init)) fns.push_back(std::move(fn));
+        if (auto fn = factory(init)) {
+          fns.push_back(std::move(fn));
+          names.push_back(n.op.c_str());
+        }
       }
-      b.blocks.push_back(std::move(fns));
+      b->blocks.push_back(std::move(fns));
+      b->names.push_back(std::move(names));
     }
     bound_.push_back(std::move(b));
   }
+  if (bound_.size() > 1) workers_ = std::make_unique<DeviceWorkers>(static_cast<int>(bound_.size()) - 1);
 }
+
+Executable::~Executable() = default;
 
 void* Executable::feed(int program, const std::string& name) const {
   const graph::Graph& g = plan_->programs[static_cast<std::size_t>(program)].graph;
   for (int i = 0; i < g.size(); ++i)
     if (g.node(i).op == "placeholder" && g.node(i).attrs.s("name") == name) {
-      const auto& ptrs = bound_[static_cast<std::size_t>(program)].pointers[static_cast<std::size_t>(i)];
-      if (ptrs.empty()) return nullptr;  // the step does not read this input
-      return ptrs[0];
+      const auto& ptrs = bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(i)];
+      return ptrs.empty() ? nullptr : ptrs[0];  // empty: the step does not read this input
     }
   return nullptr;
 }
@@ -65,18 +93,32 @@ void* Executable::feed(int program, const std::string& name) const {
 const void* Executable::fetch(int program, int index) const {
   const compile::Program& prog = plan_->programs[static_cast<std::size_t>(program)];
   const graph::Value v = prog.fetches[static_cast<std::size_t>(index)];
-  return bound_[static_cast<std::size_t>(program)].pointers[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)];
+  return bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)];
 }
 
 std::size_t Executable::arena_bytes(int program) const { return plan_->programs[static_cast<std::size_t>(program)].memory.arena_bytes; }
 
-void Executable::run_block(int program, int block) {
-  for (auto& fn : bound_[static_cast<std::size_t>(program)].blocks[static_cast<std::size_t>(block)]) fn();
+void Executable::run_program(int p) {
+  Bound& b = *bound_[static_cast<std::size_t>(p)];
+  const bool tracing = tracer_.enabled();
+  for (const compile::Action& a : plan_->schedule[static_cast<std::size_t>(p)]) {
+    auto& fns = b.blocks[static_cast<std::size_t>(a.block)];
+    if (!tracing) {
+      for (auto& fn : fns) fn();
+      continue;
+    }
+    const auto& names = b.names[static_cast<std::size_t>(a.block)];
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+      const double t0 = tracer_.now();
+      fns[i]();
+      tracer_.record(2 * p, names[i], t0, tracer_.now());
+    }
+  }
 }
 
 void Executable::run() {
-  for (std::size_t p = 0; p < plan_->schedule.size(); ++p)
-    for (const compile::Action& a : plan_->schedule[p]) run_block(static_cast<int>(p), a.block);
+  if (!workers_) return run_program(0);
+  workers_->run([this](int worker) { run_program(worker + 1); }, [this] { run_program(0); });
 }
 
 }  // namespace tandem::runtime

@@ -1,4 +1,66 @@
-// (filled in as the layers land)
+// Embeddings, merging layers and attention, with Keras 3's names, arguments, defaults and weights.
 #pragma once
 
+#include <string>
+
 #include "tandem/layer.h"
+
+namespace tandem::layers {
+
+struct EmbeddingOptions {
+  std::string embeddings_initializer = "uniform";  // RandomUniform(−0.05, 0.05), as Keras
+  std::string name;
+};
+// Maps integer ids (any shape) to rows of the weight `embeddings` (input_dim, output_dim): output
+// shape ids.shape + (output_dim). Float ids are truncated to int32 first, as Keras does. An id
+// outside [0, input_dim) makes fit/evaluate/predict (or any step) throw tandem::ValueError naming
+// the layer, the id and its position in the batch; nothing is clamped. Keras's mask_zero is not
+// supported (Tandem has no mask propagation).
+LayerRef Embedding(int64_t input_dim, int64_t output_dim, const EmbeddingOptions& options = {});
+
+// Elementwise sum / product of a list of inputs (at least one) of one dtype whose shapes broadcast
+// (NumPy rules, like Keras's merge layers): called as Add()({a, b}).
+LayerRef Add(const std::string& name = "");
+LayerRef Multiply(const std::string& name = "");
+
+struct ConcatenateOptions {
+  int64_t axis = -1;  // counts the batch axis, like Keras; the batch axis itself cannot be joined
+  std::string name;
+};
+// Joins a list of inputs along `axis`; every other dimension must match.
+LayerRef Concatenate(const ConcatenateOptions& options = {});
+
+struct MultiHeadAttentionOptions {
+  int64_t value_dim = 0;     // per-head size of the value projection; 0 means key_dim
+  double dropout = 0.0;      // on the attention probabilities, during training only
+  bool use_bias = true;
+  Shape output_shape;        // per-position output shape; empty means the query's last dimension
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  // Keras takes use_causal_mask as a call argument; here it is fixed when the layer is made. As in
+  // Keras, query i attends to keys j <= i (the mask is aligned at the first position).
+  bool use_causal_mask = false;
+  std::string name;
+};
+// Keras 3's MultiHeadAttention on rank-3 inputs, called as mha({query, value}) or
+// mha({query, value, key}) with query (batch, T, dq), value (batch, S, dv), key (batch, S, dk)
+// (key defaults to value). Weights, in Keras's order and shapes:
+//   query/kernel (dq, num_heads, key_dim), query/bias (num_heads, key_dim),
+//   key/kernel (dk, num_heads, key_dim), key/bias (num_heads, key_dim),
+//   value/kernel (dv, num_heads, value_dim), value/bias (num_heads, value_dim),
+//   attention_output/kernel (num_heads, value_dim, *output_shape), attention_output/bias (output_shape)
+// (no biases when use_bias is false). Scores are q·kᵀ with q scaled by 1/sqrt(key_dim); the output
+// is (batch, T, *output_shape). Not supported: attention_axes (attention runs over axis 1),
+// attention_mask / Keras masks, return_attention_scores.
+LayerRef MultiHeadAttention(int64_t num_heads, int64_t key_dim, const MultiHeadAttentionOptions& options = {});
+
+struct PositionEmbeddingOptions {
+  std::string initializer = "glorot_uniform";
+  std::string name;
+};
+// keras_hub's PositionEmbedding: a learned weight `embeddings` (sequence_length, features). Called
+// on x (batch, ..., T, features) with T <= sequence_length, it returns the first T rows broadcast to
+// x's shape. Like keras_hub it does not add them to x: write Add()({x, PositionEmbedding(T)(x)}).
+LayerRef PositionEmbedding(int64_t sequence_length, const PositionEmbeddingOptions& options = {});
+
+}  // namespace tandem::layers

@@ -1,4 +1,58 @@
-// (filled in as the layers land)
+// Convolution, pooling and padding layers on channels-last images (batch, height, width, channels),
+// with Keras 3's names, arguments and defaults.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "tandem/layer.h"
+
+namespace tandem::layers {
+
+// A (height, width) pair that also accepts one integer for both, like Keras's int-or-tuple
+// arguments: `3` and `{3, 3}` are the same. Default-constructed it means "not given" (Keras None).
+struct Int2 {
+  int64_t h = 0, w = 0;
+  bool given = false;
+  Int2() = default;
+  Int2(int64_t both) : h(both), w(both), given(true) {}
+  Int2(int64_t height, int64_t width) : h(height), w(width), given(true) {}
+};
+
+struct Conv2DOptions {
+  Int2 strides = 1;
+  std::string padding = "valid";  // "valid" or "same" (output = ceil(input / stride), TF padding)
+  Int2 dilation_rate = 1;
+  std::string activation;         // "" = linear; the names Dense accepts
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name;
+};
+// 2-D convolution: kernel (kh, kw, in_channels, filters), bias (filters).
+// Conv2D(32, 3, {.activation = "relu"}), Conv2D(64, {3, 5}, {.strides = 2, .padding = "same"}).
+LayerRef Conv2D(int64_t filters, Int2 kernel_size, const Conv2DOptions& options = {});
+
+struct Pooling2DOptions {
+  Int2 strides;                   // not given: pool_size
+  std::string padding = "valid";  // "valid" or "same"; padded positions never count
+  std::string name;
+};
+// Max over each window. The gradient goes to the first maximal element of a window (row-major).
+LayerRef MaxPooling2D(Int2 pool_size = 2, const Pooling2DOptions& options = {});
+// Mean over each window; with "same" padding, over the window's real (unpadded) elements.
+LayerRef AveragePooling2D(Int2 pool_size = 2, const Pooling2DOptions& options = {});
+
+struct GlobalPooling2DOptions {
+  bool keepdims = false;  // true: (batch, 1, 1, channels); false: (batch, channels)
+  std::string name;
+};
+LayerRef GlobalAveragePooling2D(const GlobalPooling2DOptions& options = {});
+
+// Zero rows and columns around each image. ZeroPadding2D(1) pads every side by 1;
+// ZeroPadding2D({1, 2}) pads top/bottom by 1 and left/right by 2;
+// ZeroPadding2D({1, 2}, {3, 4}) pads top 1, bottom 2, left 3, right 4 (Keras's ((1, 2), (3, 4))).
+LayerRef ZeroPadding2D(Int2 padding = 1, const std::string& name = "");
+LayerRef ZeroPadding2D(Int2 height, Int2 width, const std::string& name = "");
+
+}  // namespace tandem::layers

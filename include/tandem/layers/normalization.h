@@ -1,4 +1,41 @@
-// (filled in as the layers land)
+// Normalisation layers, with Keras 3's names, arguments, defaults and weights.
 #pragma once
 
+#include <string>
+
 #include "tandem/layer.h"
+
+namespace tandem::layers {
+
+struct BatchNormalizationOptions {
+  int axis = -1;           // the channel axis, counted with the batch axis (-1: channels last)
+  double momentum = 0.99;  // moving = moving·momentum + batch·(1 − momentum)
+  double epsilon = 1e-3;
+  bool center = true;      // learn beta
+  bool scale = true;       // learn gamma
+  std::string beta_initializer = "zeros";
+  std::string gamma_initializer = "ones";
+  std::string moving_mean_initializer = "zeros";
+  std::string moving_variance_initializer = "ones";
+  std::string name;
+};
+// Training (fit): normalises with the batch mean and biased variance over every axis but `axis`
+// and updates the moving statistics. Inference (evaluate, predict): uses the moving statistics.
+// Weights gamma, beta (trainable; absent when scale / center is false), moving_mean,
+// moving_variance (non-trainable), all of shape (channels,).
+LayerRef BatchNormalization(const BatchNormalizationOptions& options = {});
+
+struct LayerNormalizationOptions {
+  int axis = -1;  // only the last axis is supported
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  std::string beta_initializer = "zeros";
+  std::string gamma_initializer = "ones";
+  std::string name;
+};
+// Normalises each sample along the last axis: gamma·(x − mean)/sqrt(var + epsilon) + beta, with the
+// biased variance; the same in training and inference. Weights gamma, beta of shape (last dim,).
+LayerRef LayerNormalization(const LayerNormalizationOptions& options = {});
+
+}  // namespace tandem::layers

@@ -1,26 +1,54 @@
-// One CPU device's execution context: its own thread pool, sized so that the devices on this
-// machine share its cores instead of oversubscribing them.
+// One CPU device's execution context: its own threads, sized so that the devices on this machine
+// share its cores instead of oversubscribing them.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
-#include <functional>
-#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace tandem::backend::cpu {
+
+// A non-owning reference to a callable: parallel_for must not allocate, and std::function may.
+class RangeFn {
+ public:
+  template <class F>
+  RangeFn(const F& f) : obj_(&f), call_([](const void* o, int64_t b, int64_t e) { (*static_cast<const F*>(o))(b, e); }) {}
+  void operator()(int64_t b, int64_t e) const { call_(obj_, b, e); }
+
+ private:
+  const void* obj_;
+  void (*call_)(const void*, int64_t, int64_t);
+};
 
 class Context {
  public:
   explicit Context(int threads);
   ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
   int threads() const { return threads_; }
-  // Runs fn(begin, end) over [0, n) split into at most threads() contiguous ranges; ranges smaller
-  // than `grain` are not split, because waking a thread costs more than a few thousand flops.
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  // Runs fn(begin, end) over [0, n) split into at most threads() contiguous ranges, the caller
+  // taking the first; ranges smaller than `grain` are not split, because waking a thread costs
+  // more than a few thousand flops. Not reentrant: one device worker calls it at a time.
+  void parallel_for(int64_t n, int64_t grain, RangeFn fn);
 
  private:
-  struct Pool;
+  void worker(int index);
+
   int threads_;
-  std::unique_ptr<Pool> pool_;
+  std::vector<std::thread> pool_;  // threads_ − 1 helpers; the calling device worker is the other
+  // The current job, published by bumping `generation_`.
+  const RangeFn* job_ = nullptr;
+  int64_t n_ = 0, chunk_ = 0;
+  int parts_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
 };
 
 }  // namespace tandem::backend::cpu

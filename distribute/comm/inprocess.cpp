@@ -1,0 +1,215 @@
+#include "distribute/comm/inprocess.h"
+
+#include <cstring>
+
+#include "tandem/errors.h"
+
+namespace tandem::distribute::comm {
+
+namespace {
+uint16_t to_bf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return static_cast<uint16_t>(u >> 16);  // inf, nan
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+std::size_t chunk_begin(std::size_t count, int k, int c) { return count * static_cast<std::size_t>(c) / static_cast<std::size_t>(k); }
+int mod(int a, int k) { return ((a % k) + k) % k; }
+}  // namespace
+
+InProcessCommunicator::InProcessCommunicator(std::vector<std::string> names)
+    : names_(std::move(names)), slots_(names_.size()), wire_(names_.size()), rank_generation_(names_.size(), 0) {
+  if (names_.empty()) throw ValueError("communicator: needs at least one device");
+  for (std::size_t i = 0; i < names_.size() * names_.size(); ++i) mailboxes_.push_back(std::make_unique<Mailbox>());
+}
+
+void InProcessCommunicator::check_rank(int rank, const char* what) const {
+  if (rank < 0 || rank >= size())
+    throw ValueError(std::string(what) + ": rank " + std::to_string(rank) + " outside [0, " + std::to_string(size()) + ")");
+}
+
+void InProcessCommunicator::sync(int rank, const char* what) {
+  std::unique_lock lock(mutex_);
+  const uint64_t gen = generation_;
+  rank_generation_[static_cast<std::size_t>(rank)] = gen + 1;
+  if (++arrived_ == size()) {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  if (!cv_.wait_for(lock, timeout_, [&] { return generation_ != gen; })) {
+    std::string missing;
+    for (int r = 0; r < size(); ++r)
+      if (rank_generation_[static_cast<std::size_t>(r)] != gen + 1) missing += (missing.empty() ? "" : ", ") + names_[static_cast<std::size_t>(r)];
+    throw Error(std::string(what) + " on " + names_[static_cast<std::size_t>(rank)] + " timed out after " +
+                std::to_string(timeout_.count()) + " ms waiting for " + missing);
+  }
+}
+
+template <class T>
+void InProcessCommunicator::ring_all_reduce(int rank, T* data, std::size_t count, ReduceOp op) {
+  const int k = size();
+  const int prev = mod(rank - 1, k);
+  slots_[static_cast<std::size_t>(rank)] = data;
+  sync(rank, "all_reduce");
+  const T* from = static_cast<const T*>(slots_[static_cast<std::size_t>(prev)]);
+  std::size_t moved = 0;
+  for (int s = 0; s < k - 1; ++s) {  // reduce-scatter: add the predecessor's partial sum of one chunk
+    const int c = mod(rank - 1 - s, k);
+    const std::size_t b = chunk_begin(count, k, c), e = chunk_begin(count, k, c + 1);
+    for (std::size_t i = b; i < e; ++i) data[i] += from[i];
+    moved += (e - b) * sizeof(T);
+    sync(rank, "all_reduce");
+  }
+  for (int s = 0; s < k - 1; ++s) {  // all-gather: copy the finished chunk the predecessor holds
+    const int c = mod(rank - s, k);
+    const std::size_t b = chunk_begin(count, k, c), e = chunk_begin(count, k, c + 1);
+    std::memcpy(data + b, from + b, (e - b) * sizeof(T));
+    moved += (e - b) * sizeof(T);
+    sync(rank, "all_reduce");
+  }
+  if (op == ReduceOp::Mean)
+    for (std::size_t i = 0; i < count; ++i) data[i] /= static_cast<T>(k);
+  std::lock_guard lock(stats_mutex_);
+  stats_.bytes_moved += moved;
+  if (rank == 0) ++stats_.collectives;
+}
+
+void InProcessCommunicator::ring_all_reduce_bf16(int rank, float* data, std::size_t count, ReduceOp op) {
+  // The same ring, but what a rank reads from its predecessor is bfloat16: partial sums are
+  // rounded to bfloat16 before they "travel" and added in float32 after.
+  const int k = size();
+  const int prev = mod(rank - 1, k);
+  std::vector<uint16_t>& mine = wire_[static_cast<std::size_t>(rank)];
+  if (mine.size() < count) mine.resize(count);  // grows once to the largest bucket
+  for (std::size_t i = 0; i < count; ++i) mine[i] = to_bf16(data[i]);
+  sync(rank, "all_reduce");
+  const uint16_t* from = wire_[static_cast<std::size_t>(prev)].data();
+  std::size_t moved = 0;
+  for (int s = 0; s < k - 1; ++s) {
+    const int c = mod(rank - 1 - s, k);
+    const std::size_t b = chunk_begin(count, k, c), e = chunk_begin(count, k, c + 1);
+    for (std::size_t i = b; i < e; ++i) mine[i] = to_bf16(data[i] += from_bf16(from[i]));
+    moved += (e - b) * 2;
+    sync(rank, "all_reduce");
+  }
+  for (int s = 0; s < k - 1; ++s) {
+    const int c = mod(rank - s, k);
+    const std::size_t b = chunk_begin(count, k, c), e = chunk_begin(count, k, c + 1);
+    std::memcpy(mine.data() + b, from + b, (e - b) * 2);
+    moved += (e - b) * 2;
+    sync(rank, "all_reduce");
+  }
+  // Every rank ends with the same bfloat16-rounded sums.
+  const float scale = op == ReduceOp::Mean ? 1.0f / static_cast<float>(k) : 1.0f;
+  for (std::size_t i = 0; i < count; ++i) data[i] = from_bf16(mine[i]) * scale;
+  sync(rank, "all_reduce");  // nobody may overwrite its staging buffer while a successor reads it
+  std::lock_guard lock(stats_mutex_);
+  stats_.bytes_moved += moved;
+  if (rank == 0) ++stats_.collectives;
+}
+
+void InProcessCommunicator::all_reduce(int rank, void* data, std::size_t count, DType dtype, ReduceOp op, Wire wire) {
+  check_rank(rank, "all_reduce");
+  if (size() == 1) return;
+  if (wire == Wire::BFloat16 && dtype == DType::F32) return ring_all_reduce_bf16(rank, static_cast<float*>(data), count, op);
+  if (dtype == DType::F32) return ring_all_reduce(rank, static_cast<float*>(data), count, op);
+  if (dtype == DType::F64) return ring_all_reduce(rank, static_cast<double*>(data), count, op);
+  throw ValueError(std::string("all_reduce: expected float32 or float64 data, got ") + dtype_name(dtype));
+}
+
+void InProcessCommunicator::all_gather(int rank, const void* in, void* out, std::size_t count, DType dtype) {
+  check_rank(rank, "all_gather");
+  const std::size_t bytes = count * dtype_size(dtype);
+  slots_[static_cast<std::size_t>(rank)] = const_cast<void*>(in);
+  sync(rank, "all_gather");
+  for (int r = 0; r < size(); ++r)
+    std::memcpy(static_cast<std::byte*>(out) + bytes * static_cast<std::size_t>(r), slots_[static_cast<std::size_t>(r)], bytes);
+  sync(rank, "all_gather");
+}
+
+void InProcessCommunicator::reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) {
+  check_rank(rank, "reduce_scatter");
+  if (dtype != DType::F32 && dtype != DType::F64)
+    throw ValueError(std::string("reduce_scatter: expected float32 or float64 data, got ") + dtype_name(dtype));
+  slots_[static_cast<std::size_t>(rank)] = const_cast<void*>(in);
+  sync(rank, "reduce_scatter");
+  auto reduce = [&](auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    const std::size_t base = count * static_cast<std::size_t>(rank);
+    for (std::size_t i = 0; i < count; ++i) {
+      T s = 0;
+      for (int r = 0; r < size(); ++r) s += static_cast<const T*>(slots_[static_cast<std::size_t>(r)])[base + i];
+      o[i] = op == ReduceOp::Mean ? s / static_cast<T>(size()) : s;
+    }
+  };
+  if (dtype == DType::F32) reduce(static_cast<float*>(out));
+  else reduce(static_cast<double*>(out));
+  sync(rank, "reduce_scatter");
+}
+
+void InProcessCommunicator::broadcast(int rank, void* data, std::size_t bytes, int root) {
+  check_rank(rank, "broadcast");
+  check_rank(root, "broadcast root");
+  slots_[static_cast<std::size_t>(rank)] = data;
+  sync(rank, "broadcast");
+  if (rank != root) std::memcpy(data, slots_[static_cast<std::size_t>(root)], bytes);
+  sync(rank, "broadcast");
+}
+
+void InProcessCommunicator::send(int rank, int peer, const void* data, std::size_t bytes) {
+  check_rank(rank, "send");
+  check_rank(peer, "send peer");
+  Mailbox& box = *mailboxes_[static_cast<std::size_t>(rank * size() + peer)];
+  std::unique_lock lock(box.mutex);
+  auto fail = [&](const char* waiting) {
+    throw Error("send from " + names_[static_cast<std::size_t>(rank)] + " to " + names_[static_cast<std::size_t>(peer)] +
+                " timed out after " + std::to_string(timeout_.count()) + " ms " + waiting);
+  };
+  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full; })) fail("waiting for the previous message to be received");
+  box.data = data, box.bytes = bytes, box.full = true;
+  box.cv.notify_all();
+  // The receiver copies straight from our buffer, so we wait until it has.
+  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full; })) fail("waiting for the receiver");
+}
+
+void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t bytes) {
+  check_rank(rank, "recv");
+  check_rank(peer, "recv peer");
+  Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer * size() + rank)];
+  std::unique_lock lock(box.mutex);
+  if (!box.cv.wait_for(lock, timeout_, [&] { return box.full; }))
+    throw Error("recv on " + names_[static_cast<std::size_t>(rank)] + " from " + names_[static_cast<std::size_t>(peer)] +
+                " timed out after " + std::to_string(timeout_.count()) + " ms");
+  if (box.bytes != bytes) {
+    box.full = false;
+    box.cv.notify_all();
+    throw Error("recv on " + names_[static_cast<std::size_t>(rank)] + ": expected " + std::to_string(bytes) + " bytes from " +
+                names_[static_cast<std::size_t>(peer)] + ", got " + std::to_string(box.bytes));
+  }
+  std::memcpy(data, box.data, bytes);
+  box.full = false;
+  box.cv.notify_all();
+  std::lock_guard stats(stats_mutex_);
+  stats_.bytes_moved += bytes;
+}
+
+void InProcessCommunicator::barrier(int rank) {
+  check_rank(rank, "barrier");
+  sync(rank, "barrier");
+}
+
+CommStats InProcessCommunicator::stats() const {
+  std::lock_guard lock(stats_mutex_);
+  return stats_;
+}
+
+}  // namespace tandem::distribute::comm

@@ -1,0 +1,183 @@
+// conv2d, conv2d_backprop_input and conv2d_backprop_filter on channels-last tensors, by im2col + GEMM.
+//
+// MEASUREMENT_PLACEHOLDER
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernel_util.h"
+#include "ops/conv.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+// Runs GEMMs inside an outer parallel loop without touching the device's pool (no nested pools).
+Context& serial_context() {
+  static Context ctx(1);
+  return ctx;
+}
+
+// The window geometry of a conv node; `x` is the input image shape, `k` the kernel shape.
+ops::Window2D geometry(const KernelInit& k, const Shape& x, const Shape& kernel) {
+  return ops::window2d(x, kernel[0], kernel[1], k.node.attrs, k.node.op.c_str());
+}
+
+// One image's patches: col (OH·OW, KH·KW·C), row (oy, ox), column (ky, kx, c) — the kernel's
+// (kh, kw, C, F) layout read as a (KH·KW·C, F) matrix. Padded positions are zeros.
+template <class T>
+void im2col(const ops::Window2D& w, const T* x, T* col) {
+  const int64_t c = w.c;
+  for (int64_t oy = 0; oy < w.oh; ++oy)
+    for (int64_t ox = 0; ox < w.ow; ++ox)
+      for (int64_t ky = 0; ky < w.kh; ++ky) {
+        const int64_t iy = oy * w.sh - w.pad_top + ky * w.dh;
+        for (int64_t kx = 0; kx < w.kw; ++kx, col += c) {
+          const int64_t ix = ox * w.sw - w.pad_left + kx * w.dw;
+          if (iy < 0 || iy >= w.h || ix < 0 || ix >= w.w) std::fill(col, col + c, T(0));
+          else std::memcpy(col, x + (iy * w.w + ix) * c, static_cast<std::size_t>(c) * sizeof(T));
+        }
+      }
+}
+
+// The adjoint of im2col: adds each patch row back onto the image it came from.
+template <class T>
+void col2im(const ops::Window2D& w, const T* col, T* x) {
+  const int64_t c = w.c;
+  std::fill(x, x + w.h * w.w * c, T(0));
+  for (int64_t oy = 0; oy < w.oh; ++oy)
+    for (int64_t ox = 0; ox < w.ow; ++ox)
+      for (int64_t ky = 0; ky < w.kh; ++ky) {
+        const int64_t iy = oy * w.sh - w.pad_top + ky * w.dh;
+        for (int64_t kx = 0; kx < w.kw; ++kx, col += c) {
+          const int64_t ix = ox * w.sw - w.pad_left + kx * w.dw;
+          if (iy < 0 || iy >= w.h || ix < 0 || ix >= w.w) continue;
+          T* dst = x + (iy * w.w + ix) * c;
+          for (int64_t i = 0; i < c; ++i) dst[i] += col[i];
+        }
+      }
+}
+
+// A 1x1, stride-1 window without padding: the image already is its own im2col matrix.
+bool is_pointwise(const ops::Window2D& w) {
+  return w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 && w.pad_top + w.pad_bottom + w.pad_left + w.pad_right == 0;
+}
+
+// Sizes shared by the three kernels.
+struct Dims {
+  ops::Window2D w;
+  int64_t rows, patch, filters;  // per image: OH·OW output positions; KH·KW·C; F
+  int64_t in_size, out_size;     // elements per image of x and of y
+  Dims(const ops::Window2D& win, int64_t f)
+      : w(win), rows(win.oh * win.ow), patch(win.kh * win.kw * win.c), filters(f), in_size(win.h * win.w * win.c),
+        out_size(win.oh * win.ow * f) {}
+};
+
+template <class T>
+using Scratch = std::shared_ptr<std::vector<T>>;
+
+// One slot per thread when the batch has at least one image per thread, else a single slot.
+int64_t slot_count(Context& ctx, int64_t batch) { return batch >= ctx.threads() ? ctx.threads() : 1; }
+
+// Calls fn(gemm_context, slot, image, first_in_slot) for every image. With enough images, each
+// thread takes a contiguous range of them and runs its GEMMs serially (measured faster, see the
+// top of the file); with fewer images than threads, images go one by one and each GEMM is threaded.
+template <class F>
+void for_images(Context& ctx, int64_t batch, F&& fn) {
+  const int64_t slots = slot_count(ctx, batch);
+  if (slots == 1) {
+    for (int64_t i = 0; i < batch; ++i) fn(ctx, 0, i, i == 0);
+    return;
+  }
+  ctx.parallel_for(slots, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t b = batch * s / slots, e = batch * (s + 1) / slots;
+      for (int64_t i = b; i < e; ++i) fn(serial_context(), s, i, i == b);
+    }
+  });
+}
+
+template <class T>
+Scratch<T> scratch_for(Context& ctx, int64_t batch, int64_t per_slot) {
+  return std::make_shared<std::vector<T>>(static_cast<std::size_t>(slot_count(ctx, batch) * per_slot));
+}
+
+template <class T>
+KernelFn make_conv2d(const KernelInit& k) {
+  const Shape& ks = k.in_types[1].shape;
+  const Dims d(geometry(k, k.in_types[0].shape, ks), ks[3]);
+  const T* x = in<T>(k, 0);
+  const T* kernel = in<T>(k, 1);
+  T* y = out<T>(k);
+  Context* ctx = &context(k);
+  const int64_t n = d.w.n;
+  if (is_pointwise(d.w)) return [=] { gemm<T>(*ctx, false, false, n * d.rows, d.filters, d.patch, x, kernel, y); };
+  Scratch<T> scratch = scratch_for<T>(*ctx, n, d.rows * d.patch);
+  return [=] {
+    for_images(*ctx, n, [&](Context& gc, int64_t slot, int64_t i, bool) {
+      T* col = scratch->data() + slot * d.rows * d.patch;
+      im2col(d.w, x + i * d.in_size, col);
+      gemm<T>(gc, false, false, d.rows, d.filters, d.patch, col, kernel, y + i * d.out_size);
+    });
+  };
+}
+
+// Inputs (dy, kernel): per image dcol = dy · Kᵀ, then col2im.
+template <class T>
+KernelFn make_conv2d_backprop_input(const KernelInit& k) {
+  const Shape& ks = k.in_types[1].shape;
+  const Dims d(geometry(k, Shape(k.node.attrs.ints("input_shape")), ks), ks[3]);
+  const T* dy = in<T>(k, 0);
+  const T* kernel = in<T>(k, 1);
+  T* dx = out<T>(k);
+  Context* ctx = &context(k);
+  const int64_t n = d.w.n;
+  if (is_pointwise(d.w)) return [=] { gemm<T>(*ctx, false, true, n * d.rows, d.patch, d.filters, dy, kernel, dx); };
+  Scratch<T> scratch = scratch_for<T>(*ctx, n, d.rows * d.patch);
+  return [=] {
+    for_images(*ctx, n, [&](Context& gc, int64_t slot, int64_t i, bool) {
+      T* dcol = scratch->data() + slot * d.rows * d.patch;
+      gemm<T>(gc, false, true, d.rows, d.patch, d.filters, dy + i * d.out_size, kernel, dcol);
+      col2im(d.w, dcol, dx + i * d.in_size);
+    });
+  };
+}
+
+// Inputs (x, dy): dK = Σ over images of colᵀ · dy. Each slot sums its images into its own partial
+// (slot 0 straight into dK), then the partials are added in slot order, so the result depends only
+// on the batch size and the device's thread count.
+template <class T>
+KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
+  const Shape ks(k.node.attrs.ints("kernel_shape"));
+  const Dims d(geometry(k, k.in_types[0].shape, ks), ks[3]);
+  const T* x = in<T>(k, 0);
+  const T* dy = in<T>(k, 1);
+  T* dk = out<T>(k);
+  Context* ctx = &context(k);
+  const int64_t n = d.w.n;
+  const int64_t kf = d.patch * d.filters, per_slot = d.rows * d.patch + kf;
+  if (is_pointwise(d.w)) return [=] { gemm<T>(*ctx, true, false, d.patch, d.filters, n * d.rows, x, dy, dk); };
+  if (n == 0) return [=] { std::fill(dk, dk + kf, T(0)); };
+  const int64_t slots = slot_count(*ctx, n);
+  Scratch<T> scratch = scratch_for<T>(*ctx, n, per_slot);
+  return [=] {
+    for_images(*ctx, n, [&](Context& gc, int64_t slot, int64_t i, bool first) {
+      T* col = scratch->data() + slot * per_slot;
+      T* part = slot == 0 ? dk : col + d.rows * d.patch;
+      im2col(d.w, x + i * d.in_size, col);
+      gemm<T>(gc, true, false, d.patch, d.filters, d.rows, col, dy + i * d.out_size, part, first ? T(0) : T(1));
+    });
+    for (int64_t s = 1; s < slots; ++s) {
+      const T* part = scratch->data() + s * per_slot + d.rows * d.patch;
+      for (int64_t j = 0; j < kf; ++j) dk[j] += part[j];
+    }
+  };
+}
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("conv2d", make_conv2d);
+REGISTER_CPU_FLOAT_KERNEL("conv2d_backprop_input", make_conv2d_backprop_input);
+REGISTER_CPU_FLOAT_KERNEL("conv2d_backprop_filter", make_conv2d_backprop_filter);
+
+}  // namespace tandem::backend::cpu

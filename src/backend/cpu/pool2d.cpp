@@ -1,0 +1,157 @@
+// max_pool2d, avg_pool2d and their gradients on channels-last tensors. Padded positions are never
+// part of a window: max ignores them, the average divides by the count of real elements (Keras/TF).
+// The max gradient goes to the first maximal element of each window in row-major window order.
+#include <algorithm>
+#include <limits>
+
+#include "backend/cpu/kernel_util.h"
+#include "ops/conv.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+ops::Window2D pool_window(const KernelInit& k, const Shape& x) {
+  const std::vector<int64_t> pool = k.node.attrs.ints("pool");
+  return ops::window2d(x, pool[0], pool[1], k.node.attrs, k.node.op.c_str());
+}
+
+// The window of output (oy, ox) clipped to the image: rows [y0, y1), columns [x0, x1).
+struct Span {
+  int64_t y0, y1, x0, x1;
+  Span(const ops::Window2D& w, int64_t oy, int64_t ox) {
+    const int64_t top = oy * w.sh - w.pad_top, left = ox * w.sw - w.pad_left;
+    y0 = std::max<int64_t>(top, 0), y1 = std::min(top + w.kh, w.h);
+    x0 = std::max<int64_t>(left, 0), x1 = std::min(left + w.kw, w.w);
+  }
+  int64_t count() const { return (y1 - y0) * (x1 - x0); }
+};
+
+// Grain for loops over images or output rows: about kElementwiseGrain reads per part.
+int64_t grain(const ops::Window2D& w, int64_t units_per_image) {
+  return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, w.oh * w.ow * w.c * w.kh * w.kw / units_per_image));
+}
+
+template <class T>
+KernelFn make_max_pool(const KernelInit& k) {
+  const ops::Window2D w = pool_window(k, k.in_types[0].shape);
+  const T* x = in<T>(k, 0);
+  T* y = out<T>(k);
+  Context* ctx = &context(k);
+  // Parallel over output rows (n, oy): each writes only its own outputs.
+  return [=] {
+    ctx->parallel_for(w.n * w.oh, grain(w, w.oh), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / w.oh, oy = r % w.oh;
+        const T* img = x + n * w.h * w.w * w.c;
+        for (int64_t ox = 0; ox < w.ow; ++ox) {
+          T* dst = y + (r * w.ow + ox) * w.c;
+          std::fill(dst, dst + w.c, -std::numeric_limits<T>::infinity());
+          const Span s(w, oy, ox);
+          for (int64_t iy = s.y0; iy < s.y1; ++iy)
+            for (int64_t ix = s.x0; ix < s.x1; ++ix) {
+              const T* src = img + (iy * w.w + ix) * w.c;
+              for (int64_t c = 0; c < w.c; ++c) dst[c] = std::max(dst[c], src[c]);
+            }
+        }
+      }
+    });
+  };
+}
+
+// Inputs (x, dy). Windows of one image may overlap, so the parallel loop is over images.
+template <class T>
+KernelFn make_max_pool_grad(const KernelInit& k) {
+  const ops::Window2D w = pool_window(k, k.in_types[0].shape);
+  const T* x = in<T>(k, 0);
+  const T* dy = in<T>(k, 1);
+  T* dx = out<T>(k);
+  Context* ctx = &context(k);
+  const int64_t image = w.h * w.w * w.c;
+  return [=] {
+    ctx->parallel_for(w.n, grain(w, 1), [&](int64_t n0, int64_t n1) {
+      std::fill(dx + n0 * image, dx + n1 * image, T(0));
+      for (int64_t n = n0; n < n1; ++n) {
+        const T* img = x + n * image;
+        T* dimg = dx + n * image;
+        for (int64_t oy = 0; oy < w.oh; ++oy)
+          for (int64_t ox = 0; ox < w.ow; ++ox) {
+            const Span s(w, oy, ox);
+            const T* g = dy + ((n * w.oh + oy) * w.ow + ox) * w.c;
+            for (int64_t c = 0; c < w.c; ++c) {
+              // Strictly greater: on ties the earlier element (row-major in the window) keeps it.
+              int64_t best = (s.y0 * w.w + s.x0) * w.c + c;
+              for (int64_t iy = s.y0; iy < s.y1; ++iy)
+                for (int64_t ix = s.x0; ix < s.x1; ++ix) {
+                  const int64_t i = (iy * w.w + ix) * w.c + c;
+                  if (img[i] > img[best]) best = i;
+                }
+              dimg[best] += g[c];
+            }
+          }
+      }
+    });
+  };
+}
+
+template <class T>
+KernelFn make_avg_pool(const KernelInit& k) {
+  const ops::Window2D w = pool_window(k, k.in_types[0].shape);
+  const T* x = in<T>(k, 0);
+  T* y = out<T>(k);
+  Context* ctx = &context(k);
+  return [=] {
+    ctx->parallel_for(w.n * w.oh, grain(w, w.oh), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / w.oh, oy = r % w.oh;
+        const T* img = x + n * w.h * w.w * w.c;
+        for (int64_t ox = 0; ox < w.ow; ++ox) {
+          T* dst = y + (r * w.ow + ox) * w.c;
+          std::fill(dst, dst + w.c, T(0));
+          const Span s(w, oy, ox);
+          for (int64_t iy = s.y0; iy < s.y1; ++iy)
+            for (int64_t ix = s.x0; ix < s.x1; ++ix) {
+              const T* src = img + (iy * w.w + ix) * w.c;
+              for (int64_t c = 0; c < w.c; ++c) dst[c] += src[c];
+            }
+          const T inv = T(1) / static_cast<T>(s.count());
+          for (int64_t c = 0; c < w.c; ++c) dst[c] *= inv;
+        }
+      }
+    });
+  };
+}
+
+// Input dy, attr "input_shape".
+template <class T>
+KernelFn make_avg_pool_grad(const KernelInit& k) {
+  const ops::Window2D w = pool_window(k, Shape(k.node.attrs.ints("input_shape")));
+  const T* dy = in<T>(k, 0);
+  T* dx = out<T>(k);
+  Context* ctx = &context(k);
+  const int64_t image = w.h * w.w * w.c;
+  return [=] {
+    ctx->parallel_for(w.n, grain(w, 1), [&](int64_t n0, int64_t n1) {
+      std::fill(dx + n0 * image, dx + n1 * image, T(0));
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t oy = 0; oy < w.oh; ++oy)
+          for (int64_t ox = 0; ox < w.ow; ++ox) {
+            const Span s(w, oy, ox);
+            const T* g = dy + ((n * w.oh + oy) * w.ow + ox) * w.c;
+            const T inv = T(1) / static_cast<T>(s.count());
+            for (int64_t iy = s.y0; iy < s.y1; ++iy)
+              for (int64_t ix = s.x0; ix < s.x1; ++ix) {
+                T* dst = dx + n * image + (iy * w.w + ix) * w.c;
+                for (int64_t c = 0; c < w.c; ++c) dst[c] += g[c] * inv;
+              }
+          }
+    });
+  };
+}
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("max_pool2d", make_max_pool);
+REGISTER_CPU_FLOAT_KERNEL("max_pool2d_grad", make_max_pool_grad);
+REGISTER_CPU_FLOAT_KERNEL("avg_pool2d", make_avg_pool);
+REGISTER_CPU_FLOAT_KERNEL("avg_pool2d_grad", make_avg_pool_grad);
+
+}  // namespace tandem::backend::cpu

@@ -1,0 +1,37 @@
+// Records what each device worker and communication thread did during a traced step, and writes
+// it as Chrome trace-event JSON (open in https://ui.perfetto.dev or chrome://tracing).
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tandem::runtime {
+
+class Tracer {
+ public:
+  Tracer();
+  void set_track_names(std::vector<std::string> names) { names_ = std::move(names); }
+  void enable(bool on);
+  bool enabled() const { return enabled_; }
+  double now() const;  // microseconds since construction
+  void record(int track, const char* name, double begin_us, double end_us);
+  void clear();
+  struct Event {
+    int track;
+    std::string name;
+    double begin, end;
+  };
+  std::vector<Event> events() const;
+  void write_json(const std::string& path) const;  // via a temporary file and rename
+
+ private:
+  std::chrono::steady_clock::time_point origin_;
+  std::vector<std::string> names_;
+  bool enabled_ = false;
+  mutable std::mutex mutex_;
+  std::vector<Event> events_;
+};
+
+}  // namespace tandem::runtime
