@@ -26,6 +26,7 @@ class MirroredStrategy : public Strategy {
         throw ValueError("Mirrored: device '" + name + "' is not available: this build runs on CPU devices only");
       devices_.push_back(name);
     }
+    if (o.sync_every < 1) throw ValueError("Mirrored: sync_every must be >= 1, got " + std::to_string(o.sync_every));
     if (o.bucket_bytes < 1) throw ValueError("Mirrored: bucket_bytes must be >= 1, got " + std::to_string(o.bucket_bytes));
     comm_ = std::make_shared<comm::InProcessCommunicator>(devices_);
     comm_->set_timeout(std::chrono::milliseconds(o.timeout_ms));
@@ -33,6 +34,7 @@ class MirroredStrategy : public Strategy {
 
   std::vector<std::string> devices() const override { return devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
+  int sync_every() const override { return static_cast<int>(options_.sync_every); }
 
   std::vector<Replica> split(int64_t rows) const override {
     const auto k = static_cast<int64_t>(devices_.size());

@@ -30,6 +30,8 @@ class Strategy {
   // into a Plan with one program per device. `fetches` are read after each step, per program.
   virtual compile::Plan lower_replicas(std::vector<graph::Graph> replicas, const std::vector<graph::Value>& fetches) const = 0;
   virtual std::shared_ptr<comm::Communicator> communicator() const { return nullptr; }
+  // Training steps per weight update: gradients of the others are accumulated locally.
+  virtual int sync_every() const { return 1; }
   // Threads for each device's own pool: the machine's cores shared by the devices.
   int threads_per_device() const;
 

@@ -210,3 +210,21 @@ TEST_CASE("mirrored errors: small batches, unknown and repeated devices") {
                        "Mirrored: a batch of 3 rows cannot be split across 4 replicas; use batches of at least 4 rows",
                        tandem::ValueError);
 }
+
+TEST_CASE("mirrored: synchronising every k steps equals one update per k batches") {
+  // Two replicas accumulating over 2 batches of 12 rows update like Default on batches of 24
+  // rows: the same rows (the shuffle depends on the seed only) and the mean gradient over them.
+  auto train = [](dist::StrategyPtr strategy, int64_t batch, int epochs) {
+    tandem::set_random_seed(8);
+    tandem::Sequential model({tl::InputLayer({20}), tl::Dense(32, "relu"), tl::Dense(5)});
+    model.compile({.optimizer = tandem::optimizers::SGD(0.1, {.momentum = 0.9}),
+                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = strategy});
+    model.fit(blobs(96, 20, 5), {.epochs = epochs, .batch_size = batch, .verbose = 0});
+    return std::make_pair(model.get_weights(), model.optimizer()->iterations());
+  };
+  const auto [reference, ref_updates] = train(dist::Default(), 24, 2);
+  const auto [accumulated, updates] = train(dist::Mirrored(cpus(2), {.sync_every = 2}), 12, 2);
+  CHECK(ref_updates == 8);
+  CHECK(updates == 8);
+  CHECK(max_relative_difference(accumulated, reference) <= 1e-5);
+}

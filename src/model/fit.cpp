@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "data/batcher.h"
+#include "data/prefetcher.h"
 #include "metrics/metrics.h"
 #include "model/initializers.h"
 #include "model/model_impl.h"
@@ -23,32 +24,30 @@ struct Accumulator {
   }
 };
 
-// Copies batch b into the step's inputs: straight into the buffers with one replica; through a
-// staging copy of the whole batch, split by rows, with several.
+// Copies batch b, staged by the prefetch thread, into the step's inputs: each replica gets its
+// own rows, in order.
 class Feeder {
  public:
   Feeder(const data::Batcher& batches, const Dataset& data, bool with_targets)
-      : batches_(batches), x_row_(row_bytes(data.x())), y_row_(with_targets ? row_bytes(data.y()) : 0) {}
+      : x_row_(row_bytes(data.x())), y_row_(with_targets ? row_bytes(data.y()) : 0), prefetch_(batches, x_row_, y_row_) {}
+  void start_epoch() { prefetch_.start_epoch(); }
   void feed(int64_t b, const CompiledStep& step) {
-    if (step.x.size() == 1) return batches_.gather(b, step.x[0], y_row_ ? step.y[0] : nullptr);
-    const auto rows = static_cast<std::size_t>(batches_.batch_rows(b));
-    if (x_stage_.size() < rows * x_row_) x_stage_.resize(rows * x_row_);  // grows once
-    if (y_stage_.size() < rows * y_row_) y_stage_.resize(rows * y_row_);
-    batches_.gather(b, x_stage_.data(), y_row_ ? y_stage_.data() : nullptr);
+    const std::byte* x = prefetch_.x(b);
+    const std::byte* y = prefetch_.y(b);
     std::size_t offset = 0;
     for (std::size_t p = 0; p < step.x.size(); ++p) {
       const auto n = static_cast<std::size_t>(step.rows[p]);
-      std::memcpy(step.x[p], x_stage_.data() + offset * x_row_, n * x_row_);
-      if (y_row_) std::memcpy(step.y[p], y_stage_.data() + offset * y_row_, n * y_row_);
+      std::memcpy(step.x[p], x + offset * x_row_, n * x_row_);
+      if (y_row_) std::memcpy(step.y[p], y + offset * y_row_, n * y_row_);
       offset += n;
     }
+    prefetch_.release(b);
   }
 
  private:
   static std::size_t row_bytes(const Tensor& t) { return t.shape()[0] ? t.bytes() / static_cast<std::size_t>(t.shape()[0]) : 0; }
-  const data::Batcher& batches_;
   std::size_t x_row_, y_row_;
-  std::vector<std::byte> x_stage_, y_stage_;
+  data::Prefetcher prefetch_;
 };
 }  // namespace
 
@@ -133,12 +132,17 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
     batches.start_epoch(epoch);
+    feeder.start_epoch();
     Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
     // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
-    CompiledStep& full = m.step(StepKind::Train, batches.batch_rows(0), target_type(data, batches.batch_rows(0)));
+    const int64_t full_rows = batches.batch_rows(0);
+    CompiledStep& full = m.step(StepKind::Train, full_rows, target_type(data, full_rows));
+    CompiledStep* accumulate = m.accumulation_steps() > 1 ? &m.step(StepKind::Accumulate, full_rows, target_type(data, full_rows)) : nullptr;
     for (int64_t b = 0; b < batches.num_batches(); ++b) {
       const int64_t rows = batches.batch_rows(b);
-      CompiledStep& step = rows == batches.batch_rows(0) ? full : m.step(StepKind::Train, rows, target_type(data, rows));
+      const StepKind kind = m.next_step_syncs() ? StepKind::Train : StepKind::Accumulate;
+      CompiledStep& step = rows != full_rows ? m.step(kind, rows, target_type(data, rows))
+                           : kind == StepKind::Train ? full : *accumulate;
       feeder.feed(b, step);
       for (auto& c : callbacks) c->on_train_batch_begin(b, {});
       const bool trace = !o.trace_path.empty() && steps_run == o.trace_step;
@@ -172,6 +176,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   const Dataset data = prepare(input_data, "evaluate");
   data::Batcher batches(data, o.batch_size, false, 0);
   Feeder feeder(batches, data, true);
+  feeder.start_epoch();
   m.sync_replicas();
   std::vector<CallbackPtr> callbacks = o.callbacks;
   if (o.verbose > 0) {
@@ -210,6 +215,7 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
   const Dataset data(x, Tensor(Shape{x.shape()[0]}, DType::I32));
   data::Batcher batches(data, o.batch_size, false, 0);
   Feeder feeder(batches, data, false);
+  feeder.start_epoch();
   m.sync_replicas();
   Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
   std::size_t offset = 0;

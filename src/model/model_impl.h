@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/symbol.h"
@@ -12,7 +13,9 @@
 
 namespace tandem {
 
-enum class StepKind { Train, Test, Predict };
+// Train: forward, backward and update. Accumulate: forward and backward, gradients added to
+// accumulators (the steps between two synchronisations when a strategy accumulates gradients).
+enum class StepKind { Train, Accumulate, Test, Predict };
 
 // One compiled step for one global batch size: per program (replica), where to write its rows
 // of the inputs; fetch indices are the same in every program.
@@ -53,6 +56,16 @@ struct Model::Impl {
   // to the model's (the first replica's) values at the start of fit, evaluate and predict.
   std::map<std::pair<int, int>, Tensor> replica_values;  // (program, variable id)
   void sync_replicas();
+
+  // Gradient accumulation (a strategy's sync_every = k > 1): one accumulator per trainable
+  // weight, and a counter of training steps that also seeds dropout masks.
+  std::vector<VariablePtr> accumulators;
+  VariablePtr micro_step;
+  int accumulation_steps() const;
+  bool next_step_syncs() const;  // whether the next training step updates the weights
+  void emit_accumulation(graph::Graph& g, bool sync, const std::vector<VariablePtr>& trainable,
+                         const std::vector<graph::Value>& grads, graph::Value counter);
+  std::unordered_map<int, VariablePtr> variables_by_id() const;  // everything a step binds
 };
 
 }  // namespace tandem

@@ -30,22 +30,75 @@ double CompiledStep::sum(int fetch) const {
   return s;
 }
 
-void Model::Impl::sync_replicas() {
+int Model::Impl::accumulation_steps() const { return strategy ? strategy->sync_every() : 1; }
+
+bool Model::Impl::next_step_syncs() const {
+  const int k = accumulation_steps();
+  return k == 1 || (micro_step->value().data<int64_t>()[0] + 1) % k == 0;
+}
+
+std::unordered_map<int, VariablePtr> Model::Impl::variables_by_id() const {
   std::unordered_map<int, VariablePtr> vars;
   for (const VariablePtr& w : weights()) vars[w->id()] = w;
   if (optimizer)
     for (const VariablePtr& v : optimizer->variables()) vars[v->id()] = v;
+  for (const VariablePtr& a : accumulators) vars[a->id()] = a;
+  if (micro_step) vars[micro_step->id()] = micro_step;
+  return vars;
+}
+
+void Model::Impl::sync_replicas() {
+  const auto vars = variables_by_id();
   for (auto& [key, copy] : replica_values) {
     const Tensor& source = vars.at(key.second)->value();
     std::memcpy(copy.raw(), source.raw(), source.bytes());
   }
 }
 
+// Between synchronisations the gradients are added to the accumulators; the synchronising step
+// updates with (accumulated + current) / k — the mean gradient over the k batches — and clears them.
+void Model::Impl::emit_accumulation(graph::Graph& g, bool sync, const std::vector<VariablePtr>& trainable,
+                                    const std::vector<graph::Value>& grads, graph::Value counter) {
+  const int k = accumulation_steps();
+  graph::ScopeGuard phase(g, graph::Phase::Update);
+  std::vector<VariablePtr> vars;
+  std::vector<graph::Value> totals;
+  std::vector<int> reads;
+  for (std::size_t i = 0; i < trainable.size(); ++i) {
+    if (!grads[i].valid()) continue;
+    const graph::Value acc = read(g, *accumulators[i]);
+    if (!sync) {
+      g.add_multi("accumulate", {acc, grads[i]});
+      continue;
+    }
+    graph::ScopeGuard back(g, graph::Phase::Backward);  // part of the gradient, so strategies reduce it
+    totals.push_back(ops::scale(g, ops::add(g, acc, grads[i]), 1.0 / k));
+    reads.push_back(totals.back().node);
+    vars.push_back(trainable[i]);
+  }
+  if (sync) {
+    optimizer->emit_updates(g, vars, totals);
+    for (std::size_t i = 0; i < trainable.size(); ++i) {
+      if (!grads[i].valid()) continue;
+      g.add_multi("assign_zero", {read(g, *accumulators[i])});
+      g.node(g.size() - 1).after = reads;  // after the sums that read the accumulators
+    }
+  }
+  g.add_multi("increment", {counter});
+}
+
 CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& y_type) {
   const auto key = std::make_pair(kind, batch);
   if (auto it = steps.find(key); it != steps.end()) return it->second;
 
-  const bool train = kind == StepKind::Train;
+  const bool train = kind == StepKind::Train || kind == StepKind::Accumulate;
+  const int k = accumulation_steps();
+  if (train && k > 1 && accumulators.empty()) {
+    for (const VariablePtr& w : weights())
+      if (w->trainable())
+        accumulators.push_back(std::make_shared<Variable>("accumulator/" + w->path(), Tensor(w->value().shape(), w->value().dtype()), false));
+    micro_step = std::make_shared<Variable>("accumulator/step", Tensor(Shape{}, DType::I64), false);
+  }
   const std::vector<distribute::Replica> replicas = strategy->split(batch);
   CompiledStep step;
   std::vector<graph::Graph> graphs;
@@ -56,7 +109,10 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& 
   for (const distribute::Replica& r : replicas) {
     graph::Graph g;
     fetches.clear();
-    const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
+    // Dropout masks follow the count of training steps.
+    const graph::Value counter = !train ? ops::fill(g, {Shape{}, DType::I64}, 0)
+                                 : k > 1 ? read(g, *micro_step)
+                                         : read(g, *optimizer->variables()[0]);
     const graph::Value x = g.placeholder("x", {input.shape().without_batch().with_batch(r.rows), input.dtype()});
     CallContext ctx(g, train, counter, r.row_offset);
     const graph::Value pred = trace(ctx, x);
@@ -97,7 +153,8 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& 
         for (const VariablePtr& w : weights())
           if (w->trainable()) trainable.push_back(w), wrt.push_back(ctx.variable(*w));
         const std::vector<graph::Value> grads = autodiff::gradients(g, loss_value, wrt);
-        optimizer->emit_updates(g, trainable, grads);
+        if (k == 1) optimizer->emit_updates(g, trainable, grads);
+        else emit_accumulation(g, kind == StepKind::Train, trainable, grads, counter);
       }
     }
     graphs.push_back(std::move(g));
@@ -105,10 +162,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& 
   }
 
   auto plan = std::make_shared<compile::Plan>(strategy->lower_replicas(std::move(graphs), fetches));
-  std::unordered_map<int, VariablePtr> vars;  // bind time only
-  for (const VariablePtr& w : weights()) vars[w->id()] = w;
-  if (optimizer)
-    for (const VariablePtr& v : optimizer->variables()) vars[v->id()] = v;
+  const auto vars = variables_by_id();  // bind time only
   const auto devices = strategy->devices();
   const int threads = strategy->threads_per_device();
   step.exe = std::make_unique<runtime::Executable>(
