@@ -49,10 +49,16 @@ struct GlobalPooling2DOptions {
 };
 LayerRef GlobalAveragePooling2D(const GlobalPooling2DOptions& options = {});
 
-// Zero rows and columns around each image. ZeroPadding2D(1) pads every side by 1;
-// ZeroPadding2D({1, 2}) pads top/bottom by 1 and left/right by 2;
-// ZeroPadding2D({1, 2}, {3, 4}) pads top 1, bottom 2, left 3, right 4 (Keras's ((1, 2), (3, 4))).
-LayerRef ZeroPadding2D(Int2 padding = 1, const std::string& name = "");
-LayerRef ZeroPadding2D(Int2 height, Int2 width, const std::string& name = "");
+// How many zero rows and columns ZeroPadding2D adds, given as Keras's `padding` argument:
+// 1 pads every side by 1; {1, 2} pads top and bottom by 1, left and right by 2;
+// {{1, 2}, {3, 4}} pads top 1, bottom 2, left 3, right 4 (Keras's ((1, 2), (3, 4))).
+struct Padding2D {
+  int64_t top = 1, bottom = 1, left = 1, right = 1;
+  Padding2D(int64_t all) : top(all), bottom(all), left(all), right(all) {}
+  Padding2D(int64_t height, int64_t width) : top(height), bottom(height), left(width), right(width) {}
+  Padding2D(Int2 height, Int2 width) : top(height.h), bottom(height.w), left(width.h), right(width.w) {}
+};
+// Zero rows above and below and zero columns left and right of each image.
+LayerRef ZeroPadding2D(Padding2D padding = 1, const std::string& name = "");
 
 }  // namespace tandem::layers

