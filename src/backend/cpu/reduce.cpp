@@ -1,5 +1,7 @@
-// reduce_sum and reduce_mean. Summation order is fixed (input order), so results are deterministic.
+// reduce_sum and reduce_mean. The summation order depends only on the shapes and the device's
+// thread count, so results are deterministic.
 #include <algorithm>
+#include <memory>
 
 #include "backend/cpu/kernel_util.h"
 #include "backend/cpu/strided.h"
@@ -12,16 +14,45 @@ template <class T>
 KernelFn make_reduce(const KernelInit& k, bool mean) {
   std::vector<int64_t> axes;
   for (int64_t a : k.node.attrs.ints("axes")) axes.push_back(ops::normalize_axis(a, k.in_types[0].shape.rank(), "reduce"));
-  ReducePlan plan(k.in_types[0].shape, axes);
+  const ReducePlan plan(k.in_types[0].shape, axes);
   const T* x = in<T>(k, 0);
   T* y = out<T>(k);
   const int64_t n_out = plan.out_count;
   const T factor = mean ? T(plan.out_count) / T(std::max<int64_t>(1, plan.in_count)) : T(1);
+  Context* ctx = &context(k);
+  auto finish = [=] {
+    if (mean)
+      for (int64_t o = 0; o < n_out; ++o) y[o] *= factor;
+  };
+
+  // Column sums of a (rows, cols) view — bias gradients, batch means: each thread sums a block
+  // of rows into its own partial row, then the partials are added in thread order.
+  if (plan.dims.size() == 2 && plan.out_strides[0] == 0 && plan.out_strides[1] == 1) {
+    const int64_t rows = plan.dims[0], cols = plan.dims[1];
+    const int threads = ctx->threads();
+    auto partial = std::make_shared<std::vector<T>>(static_cast<std::size_t>(threads * cols));
+    const int64_t block = (rows + threads - 1) / threads;
+    return [=] {
+      T* part = partial->data();
+      // Small inputs run all blocks on this thread: same blocks, same order, no wake-up.
+      ctx->parallel_for(threads, rows * cols >= kElementwiseGrain ? 1 : threads, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          T* acc = part + t * cols;
+          std::fill(acc, acc + cols, T(0));
+          for (int64_t r = t * block; r < std::min(rows, (t + 1) * block); ++r)
+            for (int64_t c = 0; c < cols; ++c) acc[c] += x[r * cols + c];
+        }
+      });
+      std::copy(part, part + cols, y);
+      for (int t = 1; t < threads; ++t)
+        for (int64_t c = 0; c < cols; ++c) y[c] += part[t * cols + c];
+      finish();
+    };
+  }
   return [=] {
     std::fill(y, y + n_out, T(0));
     plan.run([&](int64_t i, int64_t o) { y[o] += x[i]; });
-    if (mean)
-      for (int64_t o = 0; o < n_out; ++o) y[o] *= factor;
+    finish();
   };
 }
 
