@@ -62,6 +62,21 @@ std::vector<Tensor> mlp_after_five_steps(dist::StrategyPtr strategy, bool dropou
   return model.get_weights();
 }
 
+// Five steps of a small CNN on 10x10 images (optionally with dropout) under a strategy.
+std::vector<Tensor> cnn_after_five_steps(dist::StrategyPtr strategy, bool dropout, int64_t batch) {
+  tandem::set_random_seed(4);
+  std::vector<tandem::LayerRef> layers{tl::InputLayer({100}), tl::Reshape({10, 10, 1}),
+                                       tl::Conv2D(6, 3, {.activation = "relu"}), tl::MaxPooling2D(2),
+                                       tl::Conv2D(8, 3, {.padding = "same", .activation = "relu"}), tl::Flatten()};
+  if (dropout) layers.push_back(tl::Dropout(0.3));
+  layers.push_back(tl::Dense(5));
+  tandem::Sequential model(layers);
+  model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
+                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = strategy});
+  model.fit(blobs(5 * batch, 100, 5), {.epochs = 1, .batch_size = batch, .verbose = 0});
+  return model.get_weights();
+}
+
 double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -163,6 +178,16 @@ TEST_CASE("mirrored: 1, 2 and 4 replicas end five steps with Default's weights")
     // 4 replicas with batch 10: rows split 3, 3, 2, 2.
     const auto uneven = mlp_after_five_steps(dist::Default(), dropout, 10);
     CHECK(max_relative_difference(mlp_after_five_steps(dist::Mirrored(cpus(4)), dropout, 10), uneven) <= 1e-5);
+  }
+}
+
+TEST_CASE("mirrored: a CNN on 1, 2 and 4 replicas ends five steps with Default's weights") {
+  for (bool dropout : {false, true}) {
+    const auto reference = cnn_after_five_steps(dist::Default(), dropout, 16);
+    for (int k : {1, 2, 4}) {
+      INFO("replicas " << k << (dropout ? " with dropout" : ""));
+      CHECK(max_relative_difference(cnn_after_five_steps(dist::Mirrored(cpus(k)), dropout, 16), reference) <= 1e-5);
+    }
   }
 }
 
