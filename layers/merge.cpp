@@ -1,0 +1,62 @@
+// Add and Multiply: elementwise merges of a list of inputs. They differ only in the op, so they
+// share one class.
+#include "model/call_context.h"
+#include "ops/ops.h"
+#include "tandem/errors.h"
+#include "tandem/layers.h"
+
+namespace tandem::layers {
+
+namespace {
+using MergeOp = graph::Value (*)(graph::Graph&, graph::Value, graph::Value);
+
+std::string shapes_str(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (const Shape& sh : shapes) s += (s.empty() ? "" : ", ") + sh.str();
+  return "[" + s + "]";
+}
+
+class ElementwiseMerge : public Layer {
+ public:
+  ElementwiseMerge(std::string cls, const char* prefix, MergeOp op, const std::string& name)
+      : Layer(prefix, name), class_name_(std::move(cls)), op_(op) {}
+  std::string class_name() const override { return class_name_; }
+
+  void build(const std::vector<Shape>& in) override {
+    if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
+  }
+
+  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+    std::vector<Shape> shapes;  // batch shown as None, like Keras
+    for (graph::Value v : inputs) shapes.push_back(ctx.g.type(v).shape.without_batch().with_batch(-1));
+    const DType dtype = ctx.g.type(inputs[0]).dtype;
+    Shape out = ctx.g.type(inputs[0]).shape;
+    for (graph::Value v : inputs) {
+      const TensorType t = ctx.g.type(v);
+      if (t.dtype != dtype)
+        throw ShapeError(who() + ": inputs must share a dtype, got " + dtype_name(dtype) + " and " + dtype_name(t.dtype));
+      try {
+        out = ops::broadcast_shapes(out, t.shape, "merge");
+      } catch (const ShapeError&) {
+        throw ShapeError(who() + ": inputs have incompatible shapes " + shapes_str(shapes) +
+                         "; they must be equal or broadcast (a dimension of 1)");
+      }
+    }
+    graph::Value y = inputs[0];
+    for (std::size_t i = 1; i < inputs.size(); ++i) y = op_(ctx.g, y, inputs[i]);
+    return y;
+  }
+
+ private:
+  std::string who() const { return class_name_ + " \"" + name() + "\""; }
+  std::string class_name_;
+  MergeOp op_;
+};
+}  // namespace
+
+LayerRef Add(const std::string& name) { return LayerRef(std::make_shared<ElementwiseMerge>("Add", "add", ops::add, name)); }
+LayerRef Multiply(const std::string& name) {
+  return LayerRef(std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, name));
+}
+
+}  // namespace tandem::layers
