@@ -253,3 +253,25 @@ TEST_CASE("mirrored: synchronising every k steps equals one update per k batches
   CHECK(updates == 8);
   CHECK(max_relative_difference(accumulated, reference) <= 1e-5);
 }
+
+TEST_CASE("mirrored errors: a device that fails abandons the step at once, and training can go on") {
+  // Replica 1 gets the out-of-range id; without abandoning the step, replica 0 would wait in the
+  // all-reduce for the whole timeout and then report the timeout instead of the cause.
+  tandem::set_random_seed(1);
+  auto x = tandem::Input({3}, tandem::DType::I32);
+  auto h = tl::Flatten()(tl::Embedding(10, 4)(x));
+  tandem::Model model(x, tl::Dense(2)(h));
+  model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .strategy = dist::Mirrored(cpus(2), {.timeout_ms = 20000})});
+  std::vector<int32_t> ids{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6};
+  std::vector<int32_t> labels{0, 1, 0, 1, 0, 1, 0, 1};
+  const Tensor y = Tensor::from({8}, std::span<const int32_t>(labels));
+  auto bad = ids;
+  bad[20] = 42;  // row 6: replica 1's rows are 4..7
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(model.fit(Tensor::from({8, 3}, std::span<const int32_t>(bad)), y, {.batch_size = 8, .shuffle = false, .verbose = 0}),
+                       doctest::Contains("42"), tandem::ValueError);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  model.fit(Tensor::from({8, 3}, std::span<const int32_t>(ids)), y, {.epochs = 2, .batch_size = 8, .verbose = 0});
+  CHECK(model.optimizer()->iterations() == 2);
+}

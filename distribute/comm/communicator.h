@@ -7,11 +7,18 @@
 #include <cstddef>
 #include <string>
 
+#include "tandem/errors.h"
 #include "tandem/tensor.h"
 
 namespace tandem::distribute::comm {
 
 enum class ReduceOp { Sum, Mean };
+
+// Raised in every rank still waiting when another rank failed and the step was abandoned.
+class Aborted : public Error {
+ public:
+  using Error::Error;
+};
 // What travels between ranks for a reduction: the buffer's own type, or bfloat16 (half the
 // bytes of float32; every addition is still done in float32).
 enum class Wire { Native, BFloat16 };
@@ -37,6 +44,11 @@ class Communicator {
   virtual void send(int rank, int peer, const void* data, std::size_t bytes) = 0;
   virtual void recv(int rank, int peer, void* data, std::size_t bytes) = 0;
   virtual void barrier(int rank) = 0;
+
+  // After a rank failed: every waiting and later call throws Aborted until reset(). reset() may
+  // only be called when no rank is inside a call.
+  virtual void abort(const std::string& reason) = 0;
+  virtual void reset() = 0;
 
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }

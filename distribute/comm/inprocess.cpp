@@ -37,6 +37,10 @@ void InProcessCommunicator::check_rank(int rank, const char* what) const {
 
 void InProcessCommunicator::sync(int rank, const char* what) {
   std::unique_lock lock(mutex_);
+  auto aborted = [&] {
+    return Aborted(std::string(what) + " on " + names_[static_cast<std::size_t>(rank)] + " abandoned: " + abort_reason_);
+  };
+  if (aborted_) throw aborted();
   const uint64_t gen = generation_;
   rank_generation_[static_cast<std::size_t>(rank)] = gen + 1;
   if (++arrived_ == size()) {
@@ -45,7 +49,9 @@ void InProcessCommunicator::sync(int rank, const char* what) {
     cv_.notify_all();
     return;
   }
-  if (!cv_.wait_for(lock, timeout_, [&] { return generation_ != gen; })) {
+  const bool done = cv_.wait_for(lock, timeout_, [&] { return generation_ != gen || aborted_; });
+  if (aborted_) throw aborted();
+  if (!done) {
     std::string missing;
     for (int r = 0; r < size(); ++r)
       if (rank_generation_[static_cast<std::size_t>(r)] != gen + 1) missing += (missing.empty() ? "" : ", ") + names_[static_cast<std::size_t>(r)];
@@ -174,11 +180,16 @@ void InProcessCommunicator::send(int rank, int peer, const void* data, std::size
     throw Error("send from " + names_[static_cast<std::size_t>(rank)] + " to " + names_[static_cast<std::size_t>(peer)] +
                 " timed out after " + std::to_string(timeout_.count()) + " ms " + waiting);
   };
-  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full; })) fail("waiting for the previous message to be received");
+  auto check_abort = [&] {
+    if (box.aborted) throw Aborted("send from " + names_[static_cast<std::size_t>(rank)] + " abandoned: a device failed");
+  };
+  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full || box.aborted; })) fail("waiting for the previous message to be received");
+  check_abort();
   box.data = data, box.bytes = bytes, box.full = true;
   box.cv.notify_all();
   // The receiver copies straight from our buffer, so we wait until it has.
-  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full; })) fail("waiting for the receiver");
+  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full || box.aborted; })) fail("waiting for the receiver");
+  check_abort();
 }
 
 void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t bytes) {
@@ -186,9 +197,10 @@ void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t byt
   check_rank(peer, "recv peer");
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer * size() + rank)];
   std::unique_lock lock(box.mutex);
-  if (!box.cv.wait_for(lock, timeout_, [&] { return box.full; }))
+  if (!box.cv.wait_for(lock, timeout_, [&] { return box.full || box.aborted; }))
     throw Error("recv on " + names_[static_cast<std::size_t>(rank)] + " from " + names_[static_cast<std::size_t>(peer)] +
                 " timed out after " + std::to_string(timeout_.count()) + " ms");
+  if (box.aborted) throw Aborted("recv on " + names_[static_cast<std::size_t>(rank)] + " abandoned: a device failed");
   if (box.bytes != bytes) {
     box.full = false;
     box.cv.notify_all();
@@ -205,6 +217,36 @@ void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t byt
 void InProcessCommunicator::barrier(int rank) {
   check_rank(rank, "barrier");
   sync(rank, "barrier");
+}
+
+void InProcessCommunicator::abort(const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!aborted_) abort_reason_ = reason;
+    aborted_ = true;
+  }
+  cv_.notify_all();
+  for (auto& box : mailboxes_) {
+    std::lock_guard lock(box->mutex);
+    box->aborted = true;
+    box->cv.notify_all();
+  }
+}
+
+void InProcessCommunicator::reset() {
+  {
+    std::lock_guard lock(mutex_);
+    aborted_ = false;
+    abort_reason_.clear();
+    arrived_ = 0;
+    ++generation_;
+    std::fill(rank_generation_.begin(), rank_generation_.end(), 0);
+  }
+  for (auto& box : mailboxes_) {
+    std::lock_guard lock(box->mutex);
+    box->aborted = false;
+    box->full = false;
+  }
 }
 
 CommStats InProcessCommunicator::stats() const {

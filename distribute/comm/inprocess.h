@@ -28,6 +28,8 @@ class InProcessCommunicator : public Communicator {
   void recv(int rank, int peer, void* data, std::size_t bytes) override;
   void barrier(int rank) override;
   CommStats stats() const override;
+  void abort(const std::string& reason) override;
+  void reset() override;
 
  private:
   // Waits until every rank has reached the same point; throws naming who is missing on timeout.
@@ -46,6 +48,8 @@ class InProcessCommunicator : public Communicator {
   int arrived_ = 0;
   uint64_t generation_ = 0;
   std::vector<uint64_t> rank_generation_;    // to name the missing ranks in a timeout
+  bool aborted_ = false;
+  std::string abort_reason_;
 
   struct Mailbox {
     std::mutex mutex;
@@ -53,6 +57,7 @@ class InProcessCommunicator : public Communicator {
     const void* data = nullptr;
     std::size_t bytes = 0;
     bool full = false;
+    bool aborted = false;
   };
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;  // [from * size + to]
 

@@ -28,6 +28,7 @@ void CommWorker::start(int slot) {
     std::lock_guard lock(mutex_);
     if (queued_ == queue_.size()) throw Error("internal: communication slot started twice without a wait");
     slots_[static_cast<std::size_t>(slot)].done = false;
+    slots_[static_cast<std::size_t>(slot)].error = nullptr;  // left over from an abandoned step
     queue_[tail_] = slot;
     tail_ = (tail_ + 1) % queue_.size();
     ++queued_;
@@ -46,6 +47,11 @@ void CommWorker::wait(int slot) {
   }
 }
 
+void CommWorker::drain() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return queued_ == 0 && !busy_; });
+}
+
 void CommWorker::loop() {
   for (;;) {
     int slot;
@@ -56,6 +62,7 @@ void CommWorker::loop() {
       slot = queue_[head_];
       head_ = (head_ + 1) % queue_.size();
       --queued_;
+      busy_ = true;
     }
     Slot& s = slots_[static_cast<std::size_t>(slot)];
     const double t0 = tracer_ ? tracer_->now() : 0;
@@ -70,6 +77,7 @@ void CommWorker::loop() {
       std::lock_guard lock(mutex_);
       s.error = error;
       s.done = true;
+      busy_ = false;
     }
     cv_.notify_all();
   }

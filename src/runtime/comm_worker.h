@@ -24,6 +24,7 @@ class CommWorker {
   int add_slot(std::function<void()> work, std::string label);  // at bind time
   void start(int slot);
   void wait(int slot);  // rethrows what the collective threw (a timeout, say)
+  void drain();         // waits until every started collective has finished (after a failure)
 
  private:
   void loop();
@@ -37,6 +38,7 @@ class CommWorker {
   std::vector<int> queue_;  // ring buffer of started slots
   std::size_t head_ = 0, tail_ = 0, queued_ = 0;
   bool stop_ = false;
+  bool busy_ = false;
   std::mutex mutex_;
   std::condition_variable cv_;
   Tracer* tracer_;

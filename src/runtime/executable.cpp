@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "distribute/comm/communicator.h"
 #include "runtime/comm_context.h"
 #include "runtime/device_workers.h"
 #include "tandem/errors.h"
@@ -116,9 +117,42 @@ void Executable::run_program(int p) {
   }
 }
 
+void Executable::run_guarded(int p) {
+  try {
+    run_program(p);
+  } catch (const distribute::comm::Aborted&) {
+    throw;  // a consequence, not the cause
+  } catch (...) {
+    std::string what = "unknown error";
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    {
+      std::lock_guard lock(error_mutex_);
+      if (!root_error_) root_error_ = std::current_exception();
+    }
+    if (comm_) comm_->abort(plan_->programs[static_cast<std::size_t>(p)].device + " failed: " + what);
+    throw;
+  }
+}
+
 void Executable::run() {
   if (!workers_) return run_program(0);
-  workers_->run([this](int worker) { run_program(worker + 1); }, [this] { run_program(0); });
+  root_error_ = nullptr;
+  try {
+    workers_->run([this](int worker) { run_guarded(worker + 1); }, [this] { run_guarded(0); });
+  } catch (...) {
+    // Abandon the step: let every communication thread finish what it was given (the aborted
+    // communicator fails it at once), make the communicator usable again, report the cause.
+    for (auto& b : bound_)
+      if (b->comm_worker) b->comm_worker->drain();
+    if (comm_) comm_->reset();
+    if (root_error_) std::rethrow_exception(root_error_);
+    throw;
+  }
 }
 
 }  // namespace tandem::runtime

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <functional>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,11 @@ class Executable {
  private:
   struct Bound;
   void run_program(int program);
+  // Runs a program of a multi-device step; the first device to fail for a reason of its own
+  // abandons the step for all of them, so nobody waits out a timeout for it.
+  void run_guarded(int program);
+  std::mutex error_mutex_;
+  std::exception_ptr root_error_;
   std::shared_ptr<const compile::Plan> plan_;
   std::shared_ptr<distribute::comm::Communicator> comm_;
   Tracer tracer_;
