@@ -1,4 +1,5 @@
 // Default: one device runs the whole program; every step is forward, metrics, backward, update.
+#include <cstdlib>
 #include <thread>
 
 #include "distribute/strategy.h"
@@ -8,7 +9,9 @@
 namespace tandem::distribute {
 
 int Strategy::threads_per_device() const {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // TANDEM_NUM_THREADS caps the threads of the whole process (like OMP_NUM_THREADS).
+  const char* env = std::getenv("TANDEM_NUM_THREADS");
+  const int cores = env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / static_cast<int>(devices().size()));
 }
 

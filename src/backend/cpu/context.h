@@ -30,9 +30,11 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   int threads() const { return threads_; }
-  // Runs fn(begin, end) over [0, n) split into at most threads() contiguous ranges, the caller
-  // taking the first; ranges smaller than `grain` are not split, because waking a thread costs
-  // more than a few thousand flops. Not reentrant: one device worker calls it at a time.
+  // Runs fn(begin, end) over [0, n) cut into ranges of at least `grain` (waking a thread costs
+  // more than a few thousand flops), a few per thread. The caller and the pool threads claim
+  // ranges as they come, so a pool thread that the OS has descheduled delays nothing: the caller
+  // takes its share. The cut depends only on n, grain and threads(). Not reentrant: one device
+  // worker calls it at a time.
   void parallel_for(int64_t n, int64_t grain, RangeFn fn);
 
  private:
@@ -40,12 +42,15 @@ class Context {
 
   int threads_;
   std::vector<std::thread> pool_;  // threads_ − 1 helpers; the calling device worker is the other
-  // The current job, published by bumping `generation_`.
+  void run_claimed(uint32_t generation);
+
+  // The current job. `state_` packs (generation << 32 | next range to claim); a range is claimed
+  // by advancing `next` with a compare-exchange that also checks the generation.
   const RangeFn* job_ = nullptr;
   int64_t n_ = 0, chunk_ = 0;
-  int parts_ = 0;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  uint32_t parts_ = 0;
+  std::atomic<uint64_t> state_{0};
+  std::atomic<uint32_t> done_{0};
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_;
