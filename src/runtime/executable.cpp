@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/denormals.h"
 #include "distribute/comm/communicator.h"
 #include "runtime/comm_context.h"
 #include "runtime/device_workers.h"
@@ -100,6 +101,7 @@ const void* Executable::fetch(int program, int index) const {
 std::size_t Executable::arena_bytes(int program) const { return plan_->programs[static_cast<std::size_t>(program)].memory.arena_bytes; }
 
 void Executable::run_program(int p) {
+  const backend::cpu::FlushDenormals flush;  // this thread's float mode, restored on return
   Bound& b = *bound_[static_cast<std::size_t>(p)];
   const bool tracing = tracer_.enabled();
   for (const compile::Action& a : plan_->schedule[static_cast<std::size_t>(p)]) {

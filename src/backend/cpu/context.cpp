@@ -1,5 +1,7 @@
 #include "backend/cpu/context.h"
 
+#include "backend/cpu/denormals.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -38,12 +40,13 @@ void Context::run_claimed(uint32_t generation) {
 }
 
 void Context::worker(int) {
+  const FlushDenormals flush;  // for the life of the pool thread
   uint32_t seen = 0;
   for (;;) {
     const auto spin_until = std::chrono::steady_clock::now() + kSpin;
     auto generation = [&] { return static_cast<uint32_t>(state_.load(std::memory_order_acquire) >> 32); };
-    while (generation() == seen && !stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < spin_until) {
-    }
+    for (unsigned spins = 0; generation() == seen && !stop_.load(std::memory_order_relaxed); ++spins)
+      if (spins % 256 == 255 && std::chrono::steady_clock::now() >= spin_until) break;  // the clock is not free
     if (generation() == seen && !stop_) {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return generation() != seen || stop_; });

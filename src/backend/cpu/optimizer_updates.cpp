@@ -52,12 +52,17 @@ KernelFn make_adam(const KernelInit& k) {
     const T decay = static_cast<T>(lr) * wd;
     const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
     ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
+      // Distinct buffers: restrict lets the loop vectorise.
+      T* __restrict w = a.w;
+      const T* __restrict g = a.g;
+      T* __restrict mm = m;
+      T* __restrict vv = v;
+      if (wd != T(0))  // AdamW: decoupled decay before the step
+        for (int64_t i = s; i < e; ++i) w[i] -= w[i] * decay;
       for (int64_t i = s; i < e; ++i) {
-        if (wd != T(0)) a.w[i] -= a.w[i] * decay;  // AdamW: decoupled decay before the step
-        const T g = a.g[i];
-        m[i] += (g - m[i]) * c1;
-        v[i] += (g * g - v[i]) * c2;
-        a.w[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
+        mm[i] += (g[i] - mm[i]) * c1;
+        vv[i] += (g[i] * g[i] - vv[i]) * c2;
+        w[i] -= alpha * mm[i] / (std::sqrt(vv[i]) + eps);
       }
     });
   };
