@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <sstream>
 
 namespace tl = tandem::layers;
 using tandem::Tensor;
@@ -185,4 +186,18 @@ TEST_CASE("model errors: each names the layer or argument with expected and actu
     CHECK_THROWS_WITH_AS(fresh.fit(Tensor({6, 4}, tandem::DType::F32), y2, {.verbose = 0}),
                          doctest::Contains("call compile() before fit()"), tandem::ValueError);
   }
+}
+
+TEST_CASE("model: predict shows a progress bar only when asked") {
+  tandem::Sequential model({tl::InputLayer({3}), tl::Dense(2)});
+  const Tensor x({10, 3}, tandem::DType::F32);
+  std::streambuf* saved = std::cout.rdbuf();
+  std::ostringstream captured;
+  std::cout.rdbuf(captured.rdbuf());
+  model.predict(x, {.batch_size = 4});
+  const std::string silent = captured.str();
+  model.predict(x, {.batch_size = 4, .verbose = 1});
+  std::cout.rdbuf(saved);
+  CHECK(silent.empty());
+  CHECK(captured.str().find("3/3") != std::string::npos);
 }

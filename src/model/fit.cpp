@@ -218,6 +218,14 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
   feeder.start_epoch();
   m.sync_replicas();
   Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
+  std::shared_ptr<ProgbarLogger> bar;
+  if (o.verbose > 0) {
+    bar = std::make_shared<ProgbarLogger>(std::cout);
+    bar->set_test_steps(batches.num_batches());
+    bar->set_model(this);
+    bar->set_params({1, batches.num_batches(), o.verbose});
+    bar->on_predict_begin({});
+  }
   std::size_t offset = 0;
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
@@ -230,7 +238,9 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
       std::memcpy(static_cast<std::byte*>(result.raw()) + offset, step.exe->fetch(p, step.output), bytes);
       offset += bytes;
     }
+    if (bar) bar->on_predict_batch_end(b, {});
   }
+  if (bar) bar->on_predict_end({});
   return result;
 }
 
