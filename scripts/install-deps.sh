@@ -2,7 +2,7 @@
 # Installs the Debian packages Tandem builds and tests with; does nothing when they are present.
 # Pass --bench to also install what the benchmarks compare against (PyTorch).
 set -euo pipefail
-packages=(cmake g++ make libeigen3-dev doctest-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist fortunes)
+packages=(cmake g++ make libeigen3-dev doctest-dev nlohmann-json3-dev zlib1g-dev libhdf5-dev dataset-fashion-mnist fortunes)
 if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy); fi
 missing=()
 for p in "${packages[@]}"; do

@@ -85,6 +85,10 @@ class Model {
   std::vector<VariablePtr> trainable_weights() const;
   std::vector<Tensor> get_weights() const;
   void set_weights(const std::vector<Tensor>& values);
+  // Keras 3 `.weights.h5` files (the path must end in ".weights.h5"): every layer's weights and, when
+  // the model is compiled, the optimizer's state. Loading checks the whole file before changing anything.
+  void save_weights(const std::string& path);
+  void load_weights(const std::string& path);
   const OptimizerPtr& optimizer() const;
   // Bytes of the memory plan of the last training step that ran (activations and gradients).
   std::size_t planned_arena_bytes() const;

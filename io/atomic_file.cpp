@@ -1,0 +1,87 @@
+// Atomic replacement: mkstemp in the target's folder, write, fsync, rename, fsync the folder.
+#include "io/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "tandem/errors.h"
+
+namespace tandem::io {
+
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string base_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what, int err) {
+  throw Error(path + ": " + what + ": " + std::strerror(err));
+}
+
+// Permissions a newly created file would get: 0666 less the process's umask (read without
+// changing it, from /proc; 0644 where that is not available).
+mode_t default_mode() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(0666 & ~std::stoul(line.substr(6), nullptr, 8));
+  return 0644;
+}
+
+void sync_fd_path(const std::string& path, int flags, const char* what) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) fail(path, std::string("cannot open to sync ") + what, errno);
+  const bool ok = ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) fail(path, std::string("cannot sync ") + what + " to disk", err);
+}
+
+}  // namespace
+
+void sync_to_disk(const std::string& path) { sync_fd_path(path, O_RDONLY, "the file"); }
+
+void write_atomically(const std::string& path, const std::function<void(const std::string& temp_path)>& write) {
+  if (path.empty()) throw Error("cannot write a file with an empty path");
+  if (path.back() == '/') throw Error(path + ": is a directory, not a file path");
+  struct stat target{};
+  const bool target_exists = ::stat(path.c_str(), &target) == 0;
+  if (target_exists && S_ISDIR(target.st_mode)) throw Error(path + ": is a directory");
+  const mode_t mode = target_exists ? (target.st_mode & 07777) : default_mode();
+
+  const std::string folder = folder_of(path);
+  std::string temp = folder + "/." + base_of(path) + ".tmp-XXXXXX";
+  std::vector<char> name(temp.begin(), temp.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) fail(path, "cannot create a temporary file in " + folder, errno);
+  temp = name.data();
+  ::close(fd);
+  try {
+    write(temp);
+    if (::chmod(temp.c_str(), mode) != 0) fail(temp, "cannot set permissions", errno);
+    sync_to_disk(temp);
+    if (::rename(temp.c_str(), path.c_str()) != 0) fail(path, "cannot replace the file", errno);
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
+  }
+  // The rename is durable only once the folder's entry is on disk.
+  sync_fd_path(folder, O_RDONLY | O_DIRECTORY, "the folder");
+}
+
+}  // namespace tandem::io

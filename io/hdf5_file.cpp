@@ -1,0 +1,368 @@
+// The HDF5 wrapper. HDF5's own error printing is switched off; each failing call is turned into a
+// tandem::Error that carries the innermost message of HDF5's error stack.
+#include "io/hdf5_file.h"
+
+#include <hdf5.h>
+#include <sys/stat.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include "tandem/errors.h"
+
+namespace tandem::io {
+
+static_assert(sizeof(hid_t) == sizeof(int64_t), "H5File keeps hid_t in an int64_t");
+
+namespace {
+
+// HDF5 keeps its error stack per thread, so the automatic printing is switched off on every entry.
+void quiet() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+herr_t innermost(unsigned n, const H5E_error2_t* e, void* out) {
+  if (n == 0 && e->desc && *e->desc) *static_cast<std::string*>(out) = e->desc;
+  return 0;
+}
+
+// The most specific message HDF5 left for the last failure, and a cleared stack.
+std::string hdf5_reason() {
+  std::string reason;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &reason);
+  H5Eclear2(H5E_DEFAULT);
+  return reason;
+}
+
+std::string absolute(const std::string& path) { return path.empty() || path[0] != '/' ? "/" + path : path; }
+
+[[noreturn]] void fail(const std::string& file, const std::string& object, const std::string& what) {
+  const std::string reason = hdf5_reason();
+  std::string msg = file + ": ";
+  if (!object.empty()) msg += absolute(object) + ": ";
+  msg += what;
+  if (!reason.empty()) msg += " (HDF5: " + reason + ")";
+  throw Error(msg);
+}
+
+// Owns one HDF5 identifier and closes it with the matching function.
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+hid_t file_type(DType t) {
+  switch (t) {
+    case DType::F32: return H5T_IEEE_F32LE;
+    case DType::F64: return H5T_IEEE_F64LE;
+    case DType::I32: return H5T_STD_I32LE;
+    case DType::I64: return H5T_STD_I64LE;
+  }
+  return H5T_IEEE_F32LE;
+}
+
+hid_t memory_type(DType t) {
+  switch (t) {
+    case DType::F32: return H5T_NATIVE_FLOAT;
+    case DType::F64: return H5T_NATIVE_DOUBLE;
+    case DType::I32: return H5T_NATIVE_INT32;
+    case DType::I64: return H5T_NATIVE_INT64;
+  }
+  return H5T_NATIVE_FLOAT;
+}
+
+hid_t intermediate_groups() {
+  static const hid_t lcpl = [] {
+    const hid_t p = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(p, 1);
+    return p;
+  }();
+  return lcpl;
+}
+
+// A type's name in NumPy's terms, and the tensor dtype it maps to, if any.
+std::pair<std::string, std::optional<DType>> describe_type(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const std::size_t size = H5Tget_size(type);
+  const std::string bits = std::to_string(size * 8);
+  if (cls == H5T_FLOAT) {
+    if (size == 4) return {"float32", DType::F32};
+    if (size == 8) return {"float64", DType::F64};
+    return {"float" + bits, std::nullopt};
+  }
+  if (cls == H5T_INTEGER) {
+    if (H5Tget_sign(type) == H5T_SGN_NONE) return {"uint" + bits, std::nullopt};
+    if (size == 4) return {"int32", DType::I32};
+    if (size == 8) return {"int64", DType::I64};
+    return {"int" + bits, std::nullopt};
+  }
+  switch (cls) {
+    case H5T_STRING: return {"string", std::nullopt};
+    case H5T_COMPOUND: return {"compound", std::nullopt};
+    case H5T_ENUM: return {"enum", std::nullopt};
+    case H5T_ARRAY: return {"array", std::nullopt};
+    case H5T_VLEN: return {"variable-length", std::nullopt};
+    case H5T_OPAQUE: return {"opaque", std::nullopt};
+    case H5T_REFERENCE: return {"reference", std::nullopt};
+    case H5T_BITFIELD: return {"bitfield", std::nullopt};
+    default: return {"unknown type", std::nullopt};
+  }
+}
+
+}  // namespace
+
+std::string DatasetInfo::shape_str() const { return Shape(dims).str(); }
+
+H5File H5File::create(const std::string& path, const H5CreateOptions& options) {
+  quiet();
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  if (!fcpl.ok() || (options.userblock && H5Pset_userblock(fcpl.get(), options.userblock) < 0))
+    fail(path, "", "cannot prepare the file's creation properties");
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.ok() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0) fail(path, "", "cannot prepare file access");
+  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
+  if (id < 0) fail(path, "", "cannot create the file");
+  return H5File(path, id);
+}
+
+H5File H5File::open(const std::string& path) {
+  quiet();
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || !std::ifstream(path, std::ios::binary))
+    throw Error(path + ": cannot open the file: " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not a file");
+  if (st.st_size == 0) throw Error(path + ": the file is empty");
+  if (!is_hdf5_file(path)) throw Error(path + ": not an HDF5 file");
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.ok() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0) fail(path, "", "cannot prepare file access");
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) fail(path, "", "cannot open the HDF5 file (truncated or corrupted?)");
+  return H5File(path, id);
+}
+
+H5File::H5File(H5File&& other) noexcept : path_(std::move(other.path_)), id_(std::exchange(other.id_, -1)) {}
+
+H5File& H5File::operator=(H5File&& other) noexcept {
+  if (this != &other) {
+    if (id_ >= 0) H5Fclose(id_);
+    path_ = std::move(other.path_);
+    id_ = std::exchange(other.id_, -1);
+  }
+  return *this;
+}
+
+H5File::~H5File() {
+  if (id_ >= 0) {
+    quiet();
+    H5Fclose(id_);
+    H5Eclear2(H5E_DEFAULT);
+  }
+}
+
+void H5File::flush() {
+  quiet();
+  if (id_ < 0) throw Error(path_ + ": the file is closed");
+  if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0) fail(path_, "", "cannot flush the file");
+}
+
+void H5File::close() {
+  quiet();
+  if (id_ < 0) return;
+  const hid_t id = std::exchange(id_, -1);
+  if (H5Fclose(id) < 0) fail(path_, "", "cannot close the file");
+}
+
+void H5File::create_group(const std::string& path) {
+  quiet();
+  if (is_group(path)) return;
+  Handle g(H5Gcreate2(id_, path.c_str(), intermediate_groups(), H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  if (!g.ok()) fail(path_, path, "cannot create the group");
+}
+
+void H5File::write_dataset(const std::string& path, const Tensor& value) {
+  quiet();
+  std::vector<hsize_t> dims(value.shape().dims().begin(), value.shape().dims().end());
+  Handle space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+               H5Sclose);
+  if (!space.ok()) fail(path_, path, "cannot describe the shape " + value.shape().str());
+  Handle ds(H5Dcreate2(id_, path.c_str(), file_type(value.dtype()), space.get(), intermediate_groups(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Dclose);
+  if (!ds.ok()) fail(path_, path, "cannot create the dataset");
+  if (value.size() > 0 && H5Dwrite(ds.get(), memory_type(value.dtype()), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.raw()) < 0)
+    fail(path_, path, "cannot write the dataset");
+}
+
+void H5File::write_string_attribute(const std::string& object, const std::string& name, const std::string& value) {
+  quiet();
+  Handle obj(H5Oopen(id_, object.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!obj.ok()) fail(path_, object, "cannot open the object to set attribute \"" + name + "\"");
+  if (H5Aexists(obj.get(), name.c_str()) > 0 && H5Adelete(obj.get(), name.c_str()) < 0)
+    fail(path_, object, "cannot replace attribute \"" + name + "\"");
+  // Like h5py's str attributes: a scalar variable-length UTF-8 string.
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  if (!type.ok() || H5Tset_size(type.get(), H5T_VARIABLE) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
+    fail(path_, object, "cannot make a string type");
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attr(H5Acreate2(obj.get(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  const char* text = value.c_str();
+  if (!attr.ok() || H5Awrite(attr.get(), type.get(), &text) < 0) fail(path_, object, "cannot write attribute \"" + name + "\"");
+}
+
+bool H5File::exists(const std::string& path) const {
+  quiet();
+  const std::string p = absolute(path);
+  if (p == "/") return true;
+  // Each link on the way must exist before the next can be asked about.
+  for (std::size_t at = p.find('/', 1);; at = p.find('/', at + 1)) {
+    const std::string prefix = p.substr(0, at);
+    if (H5Lexists(id_, prefix.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+    if (at == std::string::npos) break;
+  }
+  const htri_t resolves = H5Oexists_by_name(id_, p.c_str(), H5P_DEFAULT);
+  H5Eclear2(H5E_DEFAULT);
+  return resolves > 0;
+}
+
+namespace {
+bool object_is(hid_t file, const std::string& path, H5I_type_t kind) {
+  Handle obj(H5Oopen(file, path.c_str(), H5P_DEFAULT), H5Oclose);
+  const bool is = obj.ok() && H5Iget_type(obj.get()) == kind;
+  H5Eclear2(H5E_DEFAULT);
+  return is;
+}
+}  // namespace
+
+bool H5File::is_group(const std::string& path) const { return exists(path) && object_is(id_, path, H5I_GROUP); }
+bool H5File::is_dataset(const std::string& path) const { return exists(path) && object_is(id_, path, H5I_DATASET); }
+
+std::vector<std::string> H5File::children(const std::string& group) const {
+  quiet();
+  Handle g(H5Gopen2(id_, group.empty() ? "/" : group.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!g.ok()) fail(path_, group, "cannot open the group");
+  H5G_info_t info;
+  if (H5Gget_info(g.get(), &info) < 0) fail(path_, group, "cannot read the group");
+  constexpr hsize_t max_links = 1'000'000;
+  if (info.nlinks > max_links) fail(path_, group, "implausible number of members " + std::to_string(info.nlinks));
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t len = H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (len < 0 || len > 65535) fail(path_, group, "cannot read the name of member " + std::to_string(i));
+    std::string name(static_cast<std::size_t>(len) + 1, '\0');
+    if (H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT) < 0)
+      fail(path_, group, "cannot read the name of member " + std::to_string(i));
+    name.resize(static_cast<std::size_t>(len));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+DatasetInfo H5File::dataset_info(const std::string& path) const {
+  quiet();
+  Handle ds(H5Dopen2(id_, path.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!ds.ok()) fail(path_, path, "cannot open the dataset");
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  if (!space.ok()) fail(path_, path, "cannot read the dataset's shape");
+  DatasetInfo info;
+  const H5S_class_t cls = H5Sget_simple_extent_type(space.get());
+  if (cls == H5S_SIMPLE) {
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank < 0 || rank > H5S_MAX_RANK) fail(path_, path, "cannot read the dataset's rank");
+    std::array<hsize_t, H5S_MAX_RANK> dims{};
+    if (H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) fail(path_, path, "cannot read the dataset's shape");
+    for (int i = 0; i < rank; ++i) {
+      if (dims[static_cast<std::size_t>(i)] > static_cast<hsize_t>(INT64_MAX)) fail(path_, path, "implausible dataset shape");
+      info.dims.push_back(static_cast<int64_t>(dims[static_cast<std::size_t>(i)]));
+    }
+  } else if (cls != H5S_SCALAR) {
+    fail(path_, path, "the dataset has no shape (null dataspace)");
+  }
+  Handle type(H5Dget_type(ds.get()), H5Tclose);
+  if (!type.ok()) fail(path_, path, "cannot read the dataset's type");
+  std::tie(info.type_name, info.dtype) = describe_type(type.get());
+  return info;
+}
+
+void H5File::read_dataset_into(const std::string& path, Tensor& out) const {
+  const DatasetInfo info = dataset_info(path);
+  if (info.dims != out.shape().dims())
+    throw Error(path_ + ": " + absolute(path) + ": expected shape " + out.shape().str() + ", got " + info.shape_str());
+  if (!info.dtype) throw Error(path_ + ": " + absolute(path) + ": cannot read a dataset of type " + info.type_name);
+  if (out.size() == 0) return;
+  quiet();
+  Handle ds(H5Dopen2(id_, path.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!ds.ok()) fail(path_, path, "cannot open the dataset");
+  if (H5Dread(ds.get(), memory_type(out.dtype()), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.raw()) < 0)
+    fail(path_, path, "cannot read the dataset's values");
+}
+
+Tensor H5File::read_dataset(const std::string& path) const {
+  const DatasetInfo info = dataset_info(path);
+  if (!info.dtype) throw Error(path_ + ": " + absolute(path) + ": cannot read a dataset of type " + info.type_name);
+  Tensor out(Shape(info.dims), *info.dtype);
+  read_dataset_into(path, out);
+  return out;
+}
+
+std::optional<std::string> H5File::read_string_attribute(const std::string& object, const std::string& name) const {
+  quiet();
+  Handle obj(H5Oopen(id_, object.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!obj.ok()) fail(path_, object, "cannot open the object");
+  const htri_t has = H5Aexists(obj.get(), name.c_str());
+  if (has < 0) fail(path_, object, "cannot look up attribute \"" + name + "\"");
+  if (has == 0) return std::nullopt;
+  Handle attr(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(attr.ok() ? H5Aget_type(attr.get()) : -1, H5Tclose);
+  if (!type.ok() || H5Tget_class(type.get()) != H5T_STRING) fail(path_, object, "attribute \"" + name + "\" is not a string");
+  Handle space(H5Aget_space(attr.get()), H5Sclose);
+  if (!space.ok() || H5Sget_simple_extent_npoints(space.get()) != 1)
+    fail(path_, object, "attribute \"" + name + "\" is not a single string");
+  if (H5Tis_variable_str(type.get()) > 0) {
+    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+    char* text = nullptr;
+    if (H5Aread(attr.get(), mem.get(), &text) < 0) fail(path_, object, "cannot read attribute \"" + name + "\"");
+    std::string value = text ? text : "";
+    H5free_memory(text);
+    return value;
+  }
+  const std::size_t size = H5Tget_size(type.get());
+  if (size == 0 || size > (1u << 20)) fail(path_, object, "attribute \"" + name + "\" has an implausible size");
+  std::string value(size, '\0');
+  if (H5Aread(attr.get(), type.get(), value.data()) < 0) fail(path_, object, "cannot read attribute \"" + name + "\"");
+  value.resize(std::strlen(value.c_str()));
+  return value;
+}
+
+bool is_hdf5_file(const std::string& path) {
+  // HDF5 looks for its signature at 0 and at every power of two from 512 (after a user block).
+  static constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  for (std::uint64_t at = 0; at + 8 <= size; at = at ? at * 2 : 512) {
+    char head[8];
+    in.seekg(static_cast<std::streamoff>(at));
+    if (!in.read(head, 8)) return false;
+    if (std::memcmp(head, signature, 8) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace tandem::io

@@ -1,0 +1,70 @@
+// A small RAII wrapper over the HDF5 C library: files, groups, datasets of the four tensor dtypes
+// and string attributes. No HDF5 type appears here; every failure becomes a tandem::Error that
+// names the file and the object path ("w.weights.h5: /layers/dense/vars/0: cannot read ...").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tandem/tensor.h"
+
+namespace tandem::io {
+
+// What a dataset holds, read from its header without reading its data.
+struct DatasetInfo {
+  std::vector<int64_t> dims;   // empty for a scalar
+  std::optional<DType> dtype;  // empty when the type is none of float32/64, int32/64
+  std::string type_name;       // "float32", "int64", "uint8", "float16", "string", ...
+  std::string shape_str() const;  // Python style: "()", "(10,)", "(256, 10)"
+};
+
+struct H5CreateOptions {
+  std::size_t userblock = 0;  // bytes reserved before the HDF5 data (0, or a power of two >= 512)
+};
+
+class H5File {
+ public:
+  // Creates (truncates) a file for writing.
+  static H5File create(const std::string& path, const H5CreateOptions& options = {});
+  // Opens an existing file read-only. Throws if it is missing or is not an HDF5 file.
+  static H5File open(const std::string& path);
+
+  H5File(H5File&& other) noexcept;
+  H5File& operator=(H5File&& other) noexcept;
+  H5File(const H5File&) = delete;
+  H5File& operator=(const H5File&) = delete;
+  ~H5File();  // closes quietly; call close() to see errors
+
+  const std::string& path() const { return path_; }
+
+  // Object paths are absolute or relative to the root ("layers/dense/vars" = "/layers/dense/vars").
+  void create_group(const std::string& path);  // creates missing parents too
+  void write_dataset(const std::string& path, const Tensor& value);
+  void write_string_attribute(const std::string& object, const std::string& name, const std::string& value);
+
+  bool exists(const std::string& path) const;  // a link with this path resolves to an object
+  bool is_group(const std::string& path) const;
+  bool is_dataset(const std::string& path) const;
+  std::vector<std::string> children(const std::string& group) const;  // link names, in name order
+  DatasetInfo dataset_info(const std::string& path) const;
+  // Reads a dataset of a supported dtype into a new tensor of its own shape and dtype.
+  Tensor read_dataset(const std::string& path) const;
+  // Reads into `out`, whose shape must equal the dataset's; converts between numeric types.
+  void read_dataset_into(const std::string& path, Tensor& out) const;
+  std::optional<std::string> read_string_attribute(const std::string& object, const std::string& name) const;
+
+  void flush();
+  void close();  // flushes and closes; the object is then empty
+
+ private:
+  H5File(std::string path, int64_t id) : path_(std::move(path)), id_(id) {}
+  std::string path_;
+  int64_t id_ = -1;  // hid_t
+};
+
+// Whether the file at `path` starts with an HDF5 signature (at offset 0, 512, 1024, ...).
+bool is_hdf5_file(const std::string& path);
+
+}  // namespace tandem::io

@@ -1,0 +1,303 @@
+// Keras 3 `.weights.h5` writing and reading: the layout, the checksum user block, and a loader that
+// validates everything before it assigns anything.
+#include "io/weights_file.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "io/atomic_file.h"
+#include "io/hdf5_file.h"
+#include "tandem/errors.h"
+
+namespace tandem::io {
+
+namespace {
+
+constexpr std::size_t kUserBlock = 512;
+constexpr const char kMagic[] = "TANDEM-WEIGHTS-CHECKSUM 1\n";  // then "bytes N\ncrc32 XXXXXXXX\n"
+
+void check_extension(const std::string& path) {
+  const std::string ext = ".weights.h5";
+  if (path.size() < ext.size() || path.compare(path.size() - ext.size(), ext.size(), ext) != 0)
+    throw ValueError("The filename must end in `.weights.h5`. Received: filepath=" + path);
+}
+
+// Keras's optimizer names are snake_case class names; Tandem's are Keras's string identifiers.
+std::string keras_optimizer_name(const std::string& name) {
+  if (name == "adamw") return "adam_w";
+  if (name == "rmsprop") return "rm_sprop";
+  return name;
+}
+
+std::vector<VariablePtr> trainable_weights(const WeightsModel& m) {
+  std::vector<VariablePtr> out;
+  for (const auto& l : m.layers)
+    for (const auto& w : l->weights())
+      if (w->trainable()) out.push_back(w);
+  return out;
+}
+
+std::vector<VariablePtr> optimizer_weights(const WeightsModel& m) {
+  return m.optimizer_weights.empty() ? trainable_weights(m) : m.optimizer_weights;
+}
+
+// Tandem keeps each weight's slots together, [iteration, lr, w0.s0, w0.s1, w1.s0, w1.s1, ...], for
+// the weights in the order it was built with. Keras lists the weights in its layer order; its
+// Adam, AdamW and SGD interleave slots the same way, its RMSprop stores blocks: every velocity,
+// then every momentum.
+VarsGroup optimizer_group(const WeightsModel& m) {
+  const Optimizer& opt = *m.optimizer;
+  VarsGroup g{"optimizer", keras_optimizer_name(opt.name()), {}, "optimizer \"" + opt.name() + "\""};
+  const auto& vars = opt.variables();
+  const std::vector<VariablePtr> built = optimizer_weights(m), keras = trainable_weights(m);
+  const std::size_t n = built.size(), slots = vars.size() - 2;
+  if (slots && (n == 0 || slots % n != 0 || keras.size() != n))
+    throw Error(g.owner + ": has " + std::to_string(slots) + " slot variables for " + std::to_string(n) + " trainable weights");
+  const std::size_t per = n ? slots / n : 0;
+  std::vector<std::size_t> at;  // Keras's j-th weight is Tandem's at[j]-th
+  for (const VariablePtr& w : keras)
+    at.push_back(static_cast<std::size_t>(std::find(built.begin(), built.end(), w) - built.begin()));
+  g.variables = {vars[0], vars[1]};
+  if (!per) return g;
+  const bool blocks = opt.name() == "rmsprop";
+  for (std::size_t outer = 0; outer < (blocks ? per : n); ++outer)
+    for (std::size_t inner = 0; inner < (blocks ? n : per); ++inner) {
+      const std::size_t j = blocks ? inner : outer, s = blocks ? outer : inner;
+      if (at[j] >= n) throw Error(g.owner + ": has no slots for weight \"" + keras[j]->path() + "\"");
+      g.variables.push_back(vars[2 + at[j] * per + s]);
+    }
+  return g;
+}
+
+// MultiHeadAttention's weights are named "<projection>/kernel"; Keras keeps each projection in a
+// sublayer reached through the attributes query_dense, key_dense, value_dense and output_dense.
+void add_attention_groups(const Layer& layer, const std::string& path, std::vector<VarsGroup>& out) {
+  const std::string owner = layer.class_name() + " \"" + layer.name() + "\"";
+  out.push_back({path, layer.name(), {}, owner});
+  const std::pair<const char*, const char*> parts[] = {
+      {"query", "query_dense"}, {"key", "key_dense"}, {"value", "value_dense"}, {"attention_output", "output_dense"}};
+  const std::string prefix = layer.name() + "/";
+  for (const auto& [name, attr] : parts) {
+    VarsGroup g{path + "/" + attr, name, {}, owner + " " + name};
+    for (const auto& w : layer.weights())
+      if (w->path().rfind(prefix + name + "/", 0) == 0) g.variables.push_back(w);
+    out.push_back(std::move(g));
+  }
+  out.push_back({path + "/_dropout_layer", "dropout", {}, owner + " dropout"});
+  out.push_back({path + "/_softmax", "softmax", {}, owner + " softmax"});
+}
+
+std::string hex8(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+uint32_t crc_from(std::ifstream& in, std::size_t offset) {
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::vector<char> buf(1 << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto got = in.gcount();
+    if (got > 0) crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(got));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+std::size_t file_size(std::ifstream& in) {
+  in.clear();
+  in.seekg(0, std::ios::end);
+  return static_cast<std::size_t>(in.tellg());
+}
+
+// Fills the user block of a finished file with its size and the CRC-32 of everything after it.
+void write_checksum(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot reopen the file to checksum it");
+  const std::size_t size = file_size(in);
+  const std::string header = std::string(kMagic) + "bytes " + std::to_string(size) + "\ncrc32 " + hex8(crc_from(in, kUserBlock)) + "\n";
+  in.close();
+  std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+  if (!out || !out.write(header.data(), static_cast<std::streamsize>(header.size())) || !out.flush())
+    throw Error(path + ": cannot write the checksum");
+}
+
+// Refuses a file whose user block holds a checksum that does not match. Files without one (written
+// by Keras) are left to HDF5.
+void verify_checksum(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;  // H5File::open reports it
+  const std::size_t size = file_size(in);
+  in.seekg(0);
+  std::string head(std::min(size, kUserBlock), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  const std::string magic = kMagic;
+  if (!head.empty() && head.size() < magic.size() && magic.compare(0, head.size(), head) == 0)
+    throw Error(path + ": the file is truncated (" + std::to_string(size) + " bytes)");
+  if (head.compare(0, magic.size(), magic) != 0) return;
+  static const std::regex fields("bytes ([0-9]{1,19})\ncrc32 ([0-9a-f]{8})\n");
+  std::smatch match;
+  const std::string rest = head.substr(magic.size(), std::min<std::size_t>(64, head.size() - magic.size()));
+  if (!std::regex_search(rest, match, fields) || match.position(0) != 0)
+    throw Error(path + ": the file's checksum header is damaged");
+  const std::size_t expected = std::stoull(match[1].str());
+  if (size < expected)
+    throw Error(path + ": the file is truncated: expected " + std::to_string(expected) + " bytes, found " + std::to_string(size));
+  if (size != expected)
+    throw Error(path + ": the file is damaged: expected " + std::to_string(expected) + " bytes, found " + std::to_string(size));
+  const std::string actual = hex8(crc_from(in, kUserBlock));
+  if (actual != match[2].str())
+    throw Error(path + ": the file is corrupted: checksum mismatch (stored crc32 " + match[2].str() + ", computed " + actual + ")");
+}
+
+struct Staged {
+  VariablePtr variable;
+  Tensor value;
+};
+
+// Checks one vars group against the model and reads its values, without assigning them.
+void stage(const H5File& f, const VarsGroup& g, std::vector<Staged>& out, bool integer_first = false) {
+  const std::string vars = g.vars_path();
+  const std::string& file = f.path();
+  const std::size_t n = g.variables.size();
+  if (!f.is_group(vars)) {
+    if (n == 0) return;  // a weightless layer: Keras does not require its group either
+    throw Error(file + ": " + vars + ": missing; expected " + std::to_string(n) + " variables for " + g.owner);
+  }
+  const std::vector<std::string> names = f.children(vars);
+  if (names.size() != n)
+    throw Error(file + ": " + vars + ": expected " + std::to_string(n) + " variables for " + g.owner + ", got " +
+                std::to_string(names.size()));
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string at = vars + "/" + std::to_string(i);
+    const VariablePtr& v = g.variables[i];
+    const std::string what = " for " + v->name() + " of " + g.owner;
+    if (!f.is_dataset(at)) throw Error(file + ": " + at + ": missing dataset" + what);
+    const DatasetInfo info = f.dataset_info(at);
+    const Tensor& cur = v->value();
+    if (info.dims != cur.shape().dims())
+      throw Error(file + ": " + at + ": expected shape " + cur.shape().str() + ", got " + info.shape_str() + what);
+    // Keras stores the iteration count as int64 (TensorFlow) or int32 (JAX, PyTorch).
+    const bool integer_ok = integer_first && i == 0 && (info.dtype == DType::I32 || info.dtype == DType::I64);
+    if (info.dtype != cur.dtype() && !integer_ok)
+      throw Error(file + ": " + at + ": expected dtype " + dtype_name(cur.dtype()) + ", got " + info.type_name + what);
+    Tensor value(cur.shape(), cur.dtype());
+    f.read_dataset_into(at, value);
+    out.push_back({v, std::move(value)});
+  }
+}
+
+bool holds_datasets(const H5File& f, const std::string& path, int depth = 0) {
+  if (f.is_dataset(path)) return true;
+  if (depth > 16 || !f.is_group(path)) return false;
+  for (const std::string& c : f.children(path))
+    if (holds_datasets(f, path + "/" + c, depth + 1)) return true;
+  return false;
+}
+
+// Anything under `dir` that holds weights must belong to one of the model's groups.
+void check_no_extra(const H5File& f, const std::string& dir, const std::set<std::string>& known, const std::string& layers) {
+  if (!f.is_group(dir)) return;
+  for (const std::string& c : f.children(dir)) {
+    const std::string p = dir + "/" + c;
+    if (known.count(p)) {
+      check_no_extra(f, p, known, layers);
+    } else if (!(c == "vars" && known.count(dir)) && holds_datasets(f, p)) {
+      throw Error(f.path() + ": " + p + ": the file has weights the model has no layer for (the model's layers: " + layers + ")");
+    }
+  }
+}
+
+}  // namespace
+
+std::string to_snake_case(const std::string& class_name) {
+  static const std::regex non_word("[^A-Za-z0-9_]+"), word_start("(.)([A-Z][a-z]+)"), lower_upper("([a-z])([A-Z])");
+  std::string s = std::regex_replace(class_name, non_word, "");
+  s = std::regex_replace(s, word_start, "$1_$2");
+  s = std::regex_replace(s, lower_upper, "$1_$2");
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<VarsGroup> weights_layout(const WeightsModel& m) {
+  std::vector<VarsGroup> out{{"", m.name, {}, "model \"" + m.name + "\""}};
+  std::map<std::string, int> used;  // Keras names container elements by class, then _1, _2, ...
+  auto unique = [&](const std::string& base) {
+    auto [it, fresh] = used.try_emplace(base, 0);
+    return fresh ? base : base + "_" + std::to_string(++it->second);
+  };
+  if (m.functional) out.push_back({"layers/" + unique("input_layer"), m.input_name, {}, "InputLayer \"" + m.input_name + "\""});
+  for (const auto& layer : m.layers) {
+    const std::string path = "layers/" + unique(to_snake_case(layer->class_name()));
+    if (layer->class_name() == "MultiHeadAttention") {
+      add_attention_groups(*layer, path, out);
+      continue;
+    }
+    VarsGroup g{path, layer->name(), {}, layer->class_name() + " \"" + layer->name() + "\""};
+    for (bool trainable : {true, false})  // Keras: trainable variables, then non-trainable
+      for (const auto& w : layer->weights())
+        if (w->trainable() == trainable) g.variables.push_back(w);
+    out.push_back(std::move(g));
+  }
+  if (m.optimizer) out.push_back(optimizer_group(m));
+  return out;
+}
+
+void save_weights(const WeightsModel& model, const std::string& path, const SaveOptions& options) {
+  check_extension(path);
+  const std::vector<VarsGroup> groups = weights_layout(model);
+  write_atomically(path, [&](const std::string& temp) {
+    H5File f = H5File::create(temp, {.userblock = options.checksum ? kUserBlock : 0});
+    for (const VarsGroup& g : groups) {
+      f.create_group(g.vars_path());
+      f.write_string_attribute(g.vars_path(), "name", g.name);
+      for (std::size_t i = 0; i < g.variables.size(); ++i) f.write_dataset(g.vars_path() + "/" + std::to_string(i), g.variables[i]->value());
+    }
+    f.close();
+    if (options.checksum) write_checksum(temp);
+  });
+}
+
+void load_weights(const WeightsModel& model, const std::string& path) {
+  check_extension(path);
+  verify_checksum(path);
+  const H5File f = H5File::open(path);
+  std::vector<VarsGroup> groups = weights_layout(model);
+  if (model.optimizer) groups.pop_back();
+
+  std::vector<Staged> staged;
+  std::set<std::string> known;
+  std::string layer_list;
+  for (const VarsGroup& g : groups) {
+    stage(f, g, staged);
+    for (auto at = g.path.find('/'); at != std::string::npos; at = g.path.find('/', at + 1)) known.insert(g.path.substr(0, at));
+    known.insert(g.path);
+    if (g.path.rfind("layers/", 0) == 0 && g.path.find('/', 7) == std::string::npos)
+      layer_list += (layer_list.empty() ? "" : ", ") + g.path.substr(7);
+  }
+  check_no_extra(f, "layers", known, layer_list);
+
+  // Optimizer state, when the model is compiled and the file has some. An optimizer that has not
+  // taken a step yet has no slots; it is built for the model's weights so that they can be loaded.
+  if (model.optimizer && f.is_group("optimizer/vars")) {
+    const std::size_t stored = f.children("optimizer/vars").size();
+    if (stored > 2 && model.optimizer->variables().size() == 2) model.optimizer->build(optimizer_weights(model));
+    const VarsGroup g = optimizer_group(model);
+    if (stored != g.variables.size())
+      throw Error(f.path() + ": optimizer/vars: expected " + std::to_string(g.variables.size()) + " variables for " + g.owner +
+                  ", got " + std::to_string(stored) + " (was the file saved with another optimizer?)");
+    stage(f, g, staged, true);
+  }
+  for (const Staged& s : staged) s.variable->assign(s.value);
+}
+
+}  // namespace tandem::io

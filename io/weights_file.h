@@ -1,0 +1,65 @@
+// Keras 3 `.weights.h5` files: the layout Keras's saving_lib writes, so that Keras and Tandem read
+// each other's weights and optimizer state.
+//
+//   /vars                                  model's own variables (none); attr name = model name
+//   /layers/input_layer/vars               Functional models only (Keras lists the InputLayer)
+//   /layers/<snake_case(class)>[_N]/vars/<i>   each layer's variables: trainable, then the rest
+//   /layers/multi_head_attention/{query,key,value,output}_dense/vars/<i>   (and empty
+//       _dropout_layer, _softmax groups), as Keras stores MultiHeadAttention's sublayers
+//   /optimizer/vars/<i>                    iteration, learning_rate, then slots in Keras's order
+//
+// Tandem adds one thing Keras does not: a 512-byte HDF5 user block (HDF5 skips it, and so do h5py
+// and Keras) holding the file's size and CRC-32, so that truncated or damaged files are refused
+// before HDF5 parses them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tandem/layer.h"
+#include "tandem/optimizers.h"
+
+namespace tandem::io {
+
+// What saving and loading need to know about a model.
+struct WeightsModel {
+  std::string name;
+  bool functional = false;  // Functional models get an empty layers/input_layer group, like Keras
+  std::string input_name;   // that group's name attribute
+  std::vector<std::shared_ptr<Layer>> layers;  // in Keras's order (Model.layers), each layer once
+  OptimizerPtr optimizer;   // null when the model is not compiled
+  // The trainable weights in the order the optimizer keeps their slots (the order it was built
+  // with); empty means the trainable weights of `layers`, in order.
+  std::vector<VariablePtr> optimizer_weights;
+};
+
+// One `vars` group of the file: `path + "/vars/<i>"` holds variables[i].
+struct VarsGroup {
+  std::string path;  // "" for the model, "layers/dense_1", "layers/multi_head_attention/query_dense", "optimizer"
+  std::string name;  // the group's "name" attribute
+  std::vector<VariablePtr> variables;
+  std::string owner;  // for messages: `Dense "dense_1"`
+  std::string vars_path() const { return path.empty() ? "vars" : path + "/vars"; }
+};
+
+// The model's groups (model, layers) in file order, then the optimizer's if `model.optimizer`.
+std::vector<VarsGroup> weights_layout(const WeightsModel& model);
+
+// Keras's naming.to_snake_case: "Conv2D" -> "conv2d", "BatchNormalization" -> "batch_normalization",
+// "RMSprop" -> "rm_sprop".
+std::string to_snake_case(const std::string& class_name);
+
+struct SaveOptions {
+  bool checksum = true;  // false writes the file exactly as h5py would (no user block)
+};
+
+// Writes atomically. The path must end in ".weights.h5".
+void save_weights(const WeightsModel& model, const std::string& path, const SaveOptions& options = {});
+
+// Checks the whole file against the model first (groups, counts, shapes, dtypes, readable values)
+// and changes nothing unless everything matches. Optimizer state is loaded when the model is
+// compiled and the file has an optimizer group (the optimizer is built for it if needed).
+void load_weights(const WeightsModel& model, const std::string& path);
+
+}  // namespace tandem::io

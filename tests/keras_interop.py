@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Checks that Keras 3 and Tandem read each other's `.weights.h5` files.
+
+For four models built the same way in both (an MLP with Adam, a CNN with BatchNormalization and
+RMSprop with momentum, a functional model with Embedding, MultiHeadAttention and
+LayerNormalization with SGD with momentum, and a functional model with two branches, whose layer
+order Keras derives from the graph, with RMSprop):
+
+  (a) Tandem trains a few steps and saves; Keras loads the file into its compiled model and
+      predicts on the same inputs: predictions within 1e-5 of Tandem's, and the optimizer's
+      iteration count and every slot equal to Tandem's.
+  (b) Keras trains a few steps and saves; Tandem loads the file and predicts: the same checks.
+
+Keras runs on the JAX CPU backend, installed from PyPI into a virtual environment under the build
+folder on first use. Usage (after building keras_interop_tool):
+
+    python3 tests/keras_interop.py [--build build]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ["keras>=3,<4", "jax[cpu]", "h5py", "numpy"]
+TOLERANCE = 1e-5
+MODELS = {"mlp": 10, "cnn": 5, "attn": 4, "branch": 3}  # name: number of classes
+
+
+def ensure_environment(build: Path) -> Path:
+    """Creates build/keras-venv with Keras 3 and JAX (CPU) unless it is there already."""
+    env = build / "keras-venv"
+    python = env / "bin" / "python"
+    if not python.exists():
+        print(f"creating {env}")
+        if subprocess.call([sys.executable, "-m", "venv", str(env)]) != 0:
+            sys.exit(f"python3 -m venv {env} failed (on Debian and Ubuntu: apt-get install python3-venv)")
+    probe = [str(python), "-c", "import keras, jax, h5py, numpy; assert keras.__version__.startswith('3.')"]
+    if subprocess.call(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, KERAS_BACKEND="jax")) != 0:
+        print("installing " + " ".join(PACKAGES) + " from PyPI")
+        result = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PACKAGES], capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.exit("pip install failed:\n" + result.stdout + result.stderr)
+    return python
+
+
+def keras_model(name):
+    import keras
+    from keras import layers
+
+    if name == "mlp":
+        model = keras.Sequential([keras.Input((28, 28)), layers.Flatten(), layers.Dense(64, activation="relu"),
+                                  layers.Dropout(0.2), layers.Dense(10)])
+        optimizer = keras.optimizers.Adam(1e-3)
+    elif name == "cnn":
+        model = keras.Sequential([keras.Input((12, 12, 1)), layers.Conv2D(8, 3, padding="same", activation="relu"),
+                                  layers.BatchNormalization(), layers.MaxPooling2D(), layers.Conv2D(4, 3),
+                                  layers.Flatten(), layers.Dense(5)])
+        optimizer = keras.optimizers.RMSprop(1e-3, momentum=0.9)
+    elif name == "branch":
+        x = keras.Input((16,))
+        n = layers.LayerNormalization()(layers.Dense(32, activation="relu")(x))
+        d = layers.Dense(32)(x)
+        model = keras.Model(x, layers.Dense(3)(layers.Add()([d, n])))
+        optimizer = keras.optimizers.RMSprop(1e-3, momentum=0.5)
+    else:
+        x = keras.Input((7,), dtype="int32")
+        e = layers.Embedding(20, 6)(x)
+        a = layers.MultiHeadAttention(2, 3)(e, e)
+        y = layers.Dense(4)(layers.Flatten()(layers.LayerNormalization()(a)))
+        model = keras.Model(x, y)
+        optimizer = keras.optimizers.SGD(1e-2, momentum=0.9)
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.optimizer.build(model.trainable_variables)  # so that load_weights restores its state
+    return model
+
+
+def slots(optimizer):
+    """The optimizer's slots by Keras's variable names, each a list over the trainable weights."""
+    import numpy as np
+
+    lists = {"momentum": getattr(optimizer, "_momentums", None) or getattr(optimizer, "momentums", None) or [],
+             "velocity": getattr(optimizer, "_velocities", None) or []}
+    return {k: [np.asarray(v) for v in vs] for k, vs in lists.items() if vs}
+
+
+def array(j, dtype="float32"):
+    import numpy as np
+
+    return np.asarray(j["values"], dtype=dtype).reshape(j["shape"])
+
+
+def compare(label, keras_y, tandem_state, keras_model):
+    """Prints and returns whether predictions and optimizer state agree."""
+    import numpy as np
+
+    tandem_y = array(tandem_state["y"])
+    diff = float(np.max(np.abs(keras_y - tandem_y))) if keras_y.shape == tandem_y.shape else float("inf")
+    ok = diff <= TOLERANCE
+    optimizer = keras_model.optimizer
+    iterations = int(np.asarray(optimizer.iterations))
+    ok &= iterations == tandem_state["iterations"]
+    # Keras's j-th trainable weight is the Tandem weight with the same values (the files carried
+    # them); its slots must be that weight's slots.
+    keras_slots = slots(optimizer)
+    tandem_weights = tandem_state["weights"]
+    slot_ok = len(tandem_weights) == len(keras_model.trainable_variables)
+    for j, variable in enumerate(keras_model.trainable_variables):
+        value = np.asarray(variable)
+        same = [t for t in tandem_weights
+                if tuple(t["value"]["shape"]) == value.shape and np.array_equal(array(t["value"]), value)]
+        slot_ok &= any(sorted(t["slots"]) == sorted(keras_slots) and
+                       all(np.array_equal(keras_slots[name][j], array(t["slots"][name])) for name in keras_slots)
+                       for t in same)
+    ok &= slot_ok
+    print(f"  {label}: max |y_keras - y_tandem| = {diff:.2e} (tolerance {TOLERANCE:g}); "
+          f"iterations {iterations} vs {tandem_state['iterations']}; "
+          f"slots {'+'.join(sorted(keras_slots)) or 'none'} {'equal' if slot_ok else 'DIFFER'} -> {'ok' if ok else 'FAIL'}")
+    return ok
+
+
+def run_checks(build: Path) -> bool:
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras
+    import numpy as np
+
+    tool = build / "keras_interop_tool"
+    if not tool.exists():
+        sys.exit(f"{tool} is missing: build it first (cd {build} && make keras_interop_tool)")
+    work = build / "keras-interop"
+    work.mkdir(exist_ok=True)
+    print(f"Keras {keras.__version__}, backend {keras.backend.backend()}; files in {work}")
+    subprocess.check_call([str(tool), "write", str(work)])
+
+    ok = True
+    keras_predictions = {}
+    for name in MODELS:
+        print(name)
+        tandem_state = json.loads((work / f"tandem_{name}.json").read_text())
+        x = array(tandem_state["x"], "int32" if name == "attn" else "float32")
+
+        # (a) Keras reads Tandem's file.
+        model = keras_model(name)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model.load_weights(work / f"tandem_{name}.weights.h5")
+            for w in caught:
+                print(f"  warning from Keras: {w.message}")
+                ok = False
+            ok &= compare("Keras reads Tandem's file", np.asarray(model.predict(x, verbose=0)), tandem_state, model)
+        except ValueError as e:
+            print(f"  Keras cannot load Tandem's file: {e} -> FAIL")
+            ok = False
+
+        # (b) Keras trains and saves; Tandem reads it below.
+        keras.utils.set_random_seed(5)
+        model = keras_model(name)
+        rng = np.random.default_rng(6)
+        if name == "attn":
+            x_train = rng.integers(0, 20, size=(32, 7)).astype("int32")
+        else:
+            x_train = rng.standard_normal((32, *x.shape[1:])).astype("float32")
+        y_train = rng.integers(0, MODELS[name], size=(32,)).astype("int32")
+        model.fit(x_train, y_train, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        model.save_weights(work / f"keras_{name}.weights.h5")
+        keras_predictions[name] = (np.asarray(model.predict(x, verbose=0)), model)
+
+    if subprocess.call([str(tool), "read", str(work)]) != 0:
+        print("Tandem cannot load Keras's files -> FAIL")
+        return False
+    for name in MODELS:
+        print(name)
+        tandem_state = json.loads((work / f"tandem_from_keras_{name}.json").read_text())
+        keras_y, model = keras_predictions[name]
+        ok &= compare("Tandem reads Keras's file", keras_y, tandem_state, model)
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default=str(ROOT / "build"), help="the CMake build folder (default: build)")
+    parser.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    build = Path(args.build).resolve()
+    if not args.in_venv:
+        python = ensure_environment(build)
+        os.execv(str(python), [str(python), __file__, "--build", str(build), "--in-venv"])
+    ok = run_checks(build)
+    print("Keras interop: " + ("PASSED" if ok else "FAILED"))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+// The Tandem half of tests/keras_interop.py. Three models that the script also builds in Keras:
+//   mlp   Sequential: Flatten, Dense(64, relu), Dropout, Dense(10)               Adam
+//   cnn   Sequential: Conv2D, BatchNormalization, MaxPooling2D, Conv2D, Flatten, Dense   RMSprop(momentum)
+//   attn  Functional: Embedding, MultiHeadAttention, LayerNormalization, Flatten, Dense   SGD(momentum)
+//   branch Functional with two branches joined by Add (Keras's layer order differs from the
+//          order of first use)                                                 RMSprop(momentum)
+//
+//   keras_interop_tool write DIR   trains each model a few steps and writes DIR/tandem_<m>.weights.h5
+//                                  and DIR/tandem_<m>.json (inputs x, predictions y, iterations, and
+//                                  each trainable weight's value and optimizer slots)
+//   keras_interop_tool read DIR    loads DIR/keras_<m>.weights.h5 (saved by Keras) into a fresh
+//                                  compiled model and writes DIR/tandem_from_keras_<m>.json (y on the
+//                                  same x, iterations and slots)
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <tandem/tandem.h>
+
+namespace tl = tandem::layers;
+using tandem::DType;
+using tandem::Shape;
+using tandem::Tensor;
+using json = nlohmann::json;
+
+namespace {
+
+struct Spec {
+  std::string name;
+  std::function<std::unique_ptr<tandem::Model>()> build;
+  std::function<tandem::OptimizerPtr()> optimizer;
+  Shape x_shape;  // per sample
+  bool ids = false;  // integer token ids in [0, 20)
+  int classes = 0;
+};
+
+std::vector<Spec> specs() {
+  return {
+      {"mlp",
+       [] {
+         return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+             tl::InputLayer({28, 28}), tl::Flatten(), tl::Dense(64, "relu"), tl::Dropout(0.2), tl::Dense(10)});
+       },
+       [] { return tandem::optimizers::Adam(1e-3); }, Shape{28, 28}, false, 10},
+      {"cnn",
+       [] {
+         return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+             tl::InputLayer({12, 12, 1}), tl::Conv2D(8, 3, {.padding = "same", .activation = "relu"}), tl::BatchNormalization(),
+             tl::MaxPooling2D(), tl::Conv2D(4, 3), tl::Flatten(), tl::Dense(5)});
+       },
+       [] { return tandem::optimizers::RMSprop(1e-3, {.momentum = 0.9}); }, Shape{12, 12, 1}, false, 5},
+      {"attn",
+       []() -> std::unique_ptr<tandem::Model> {
+         auto x = tandem::Input({7}, DType::I32);
+         auto e = tl::Embedding(20, 6)(x);
+         auto a = tl::MultiHeadAttention(2, 3)({e, e});
+         auto y = tl::Dense(4)(tl::Flatten()(tl::LayerNormalization()(a)));
+         return std::make_unique<tandem::Model>(x, y);
+       },
+       [] { return tandem::optimizers::SGD(1e-2, {.momentum = 0.9}); }, Shape{7}, true, 4},
+      {"branch",
+       []() -> std::unique_ptr<tandem::Model> {
+         auto x = tandem::Input({16});
+         auto n = tl::LayerNormalization()(tl::Dense(32, "relu")(x));
+         auto d = tl::Dense(32)(x);
+         return std::make_unique<tandem::Model>(x, tl::Dense(3)(tl::Add()({d, n})));
+       },
+       [] { return tandem::optimizers::RMSprop(1e-3, {.momentum = 0.5}); }, Shape{16}, false, 3},
+  };
+}
+
+Tensor inputs(const Spec& s, int64_t rows, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<int64_t> dims{rows};
+  dims.insert(dims.end(), s.x_shape.dims().begin(), s.x_shape.dims().end());
+  Tensor x(Shape(dims), s.ids ? DType::I32 : DType::F32);
+  std::normal_distribution<float> normal;
+  if (s.ids)
+    for (int32_t& v : x.values<int32_t>()) v = static_cast<int32_t>(gen() % 20);
+  else
+    for (float& v : x.values<float>()) v = normal(gen);
+  return x;
+}
+
+json to_json(const Tensor& t) {
+  json values = json::array();
+  for (int64_t i = 0; i < t.size(); ++i) values.push_back(t.item(i));
+  return {{"shape", t.shape().dims()}, {"values", values}};
+}
+
+Tensor from_json(const json& j, DType dtype) {
+  const Shape shape(j.at("shape").get<std::vector<int64_t>>());
+  const auto values = j.at("values").get<std::vector<double>>();
+  Tensor t(shape, dtype);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::I32) t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
+    else t.data<float>()[i] = static_cast<float>(values[i]);
+  }
+  return t;
+}
+
+// Iterations, and each trainable weight with its optimizer slots by name. The script matches
+// weights to Keras's by value: the two list weights in different orders for branched graphs.
+json optimizer_state(const tandem::Model& m) {
+  const auto& vars = m.optimizer()->variables();
+  const auto trainable = m.trainable_weights();
+  const std::size_t n = trainable.size(), per = n ? (vars.size() - 2) / n : 0;
+  json weights = json::array();
+  for (std::size_t j = 0; j < n; ++j) {
+    json slots = json::object();
+    for (std::size_t s = 0; s < per; ++s) slots[vars[2 + j * per + s]->name()] = to_json(vars[2 + j * per + s]->value());
+    weights.push_back({{"value", to_json(trainable[j]->value())}, {"slots", slots}});
+  }
+  return {{"iterations", m.optimizer()->iterations()}, {"weights", weights}};
+}
+
+std::unique_ptr<tandem::Model> compiled(const Spec& s) {
+  auto m = s.build();
+  m->compile({.optimizer = s.optimizer(), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  return m;
+}
+
+void write_json(const std::string& path, const json& j) {
+  std::ofstream out(path);
+  out << j.dump();
+  if (!out) throw tandem::Error("cannot write " + path);
+}
+
+void write(const std::string& dir) {
+  for (const Spec& s : specs()) {
+    tandem::set_random_seed(1);
+    auto m = compiled(s);
+    Tensor labels({32}, DType::I32);
+    std::mt19937_64 gen(2);
+    for (int32_t& v : labels.values<int32_t>()) v = static_cast<int32_t>(gen() % static_cast<uint64_t>(s.classes));
+    m->fit(inputs(s, 32, 3), labels, {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
+    m->save_weights(dir + "/tandem_" + s.name + ".weights.h5");
+    const Tensor x = inputs(s, 4, 4);
+    json j = optimizer_state(*m);
+    j["x"] = to_json(x);
+    j["y"] = to_json(m->predict(x));
+    write_json(dir + "/tandem_" + s.name + ".json", j);
+    std::cout << "wrote tandem_" << s.name << ".weights.h5\n";
+  }
+}
+
+void read(const std::string& dir) {
+  for (const Spec& s : specs()) {
+    tandem::set_random_seed(99);
+    auto m = compiled(s);
+    m->load_weights(dir + "/keras_" + s.name + ".weights.h5");
+    std::ifstream in(dir + "/tandem_" + s.name + ".json");
+    const Tensor x = from_json(json::parse(in).at("x"), s.ids ? DType::I32 : DType::F32);
+    json j = optimizer_state(*m);
+    j["y"] = to_json(m->predict(x));
+    write_json(dir + "/tandem_from_keras_" + s.name + ".json", j);
+    std::cout << "loaded keras_" << s.name << ".weights.h5\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string usage = "usage: keras_interop_tool write|read DIR";
+  if (argc != 3) {
+    std::cerr << usage << "\n";
+    return 2;
+  }
+  try {
+    const std::string command = argv[1];
+    if (command == "write") write(argv[2]);
+    else if (command == "read") read(argv[2]);
+    else throw tandem::Error(usage);
+  } catch (const std::exception& e) {
+    std::cerr << "keras_interop_tool: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
