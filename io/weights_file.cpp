@@ -1,27 +1,21 @@
-// Keras 3 `.weights.h5` writing and reading: the layout, the checksum user block, and a loader that
-// validates everything before it assigns anything.
+// Keras 3 `.weights.h5` writing and reading: the layout, the files (with io/checksum.h's user block),
+// and a loader that validates everything before it assigns anything.
 #include "io/weights_file.h"
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 
 #include "io/atomic_file.h"
+#include "io/checksum.h"
 #include "io/hdf5_file.h"
 #include "tandem/errors.h"
 
 namespace tandem::io {
 
 namespace {
-
-constexpr std::size_t kUserBlock = 512;
-constexpr const char kMagic[] = "TANDEM-WEIGHTS-CHECKSUM 1\n";  // then "bytes N\ncrc32 XXXXXXXX\n"
 
 void check_extension(const std::string& path) {
   const std::string ext = ".weights.h5";
@@ -94,71 +88,6 @@ void add_attention_groups(const Layer& layer, const std::string& path, std::vect
   out.push_back({path + "/_softmax", "softmax", {}, owner + " softmax"});
 }
 
-std::string hex8(uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
-}
-
-uint32_t crc_from(std::ifstream& in, std::size_t offset) {
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::vector<char> buf(1 << 20);
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const auto got = in.gcount();
-    if (got > 0) crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(got));
-  }
-  return static_cast<uint32_t>(crc);
-}
-
-std::size_t file_size(std::ifstream& in) {
-  in.clear();
-  in.seekg(0, std::ios::end);
-  return static_cast<std::size_t>(in.tellg());
-}
-
-// Fills the user block of a finished file with its size and the CRC-32 of everything after it.
-void write_checksum(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot reopen the file to checksum it");
-  const std::size_t size = file_size(in);
-  const std::string header = std::string(kMagic) + "bytes " + std::to_string(size) + "\ncrc32 " + hex8(crc_from(in, kUserBlock)) + "\n";
-  in.close();
-  std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
-  if (!out || !out.write(header.data(), static_cast<std::streamsize>(header.size())) || !out.flush())
-    throw Error(path + ": cannot write the checksum");
-}
-
-// Refuses a file whose user block holds a checksum that does not match. Files without one (written
-// by Keras) are left to HDF5.
-void verify_checksum(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;  // H5File::open reports it
-  const std::size_t size = file_size(in);
-  in.seekg(0);
-  std::string head(std::min(size, kUserBlock), '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  const std::string magic = kMagic;
-  if (!head.empty() && head.size() < magic.size() && magic.compare(0, head.size(), head) == 0)
-    throw Error(path + ": the file is truncated (" + std::to_string(size) + " bytes)");
-  if (head.compare(0, magic.size(), magic) != 0) return;
-  static const std::regex fields("bytes ([0-9]{1,19})\ncrc32 ([0-9a-f]{8})\n");
-  std::smatch match;
-  const std::string rest = head.substr(magic.size(), std::min<std::size_t>(64, head.size() - magic.size()));
-  if (!std::regex_search(rest, match, fields) || match.position(0) != 0)
-    throw Error(path + ": the file's checksum header is damaged");
-  const std::size_t expected = std::stoull(match[1].str());
-  if (size < expected)
-    throw Error(path + ": the file is truncated: expected " + std::to_string(expected) + " bytes, found " + std::to_string(size));
-  if (size != expected)
-    throw Error(path + ": the file is damaged: expected " + std::to_string(expected) + " bytes, found " + std::to_string(size));
-  const std::string actual = hex8(crc_from(in, kUserBlock));
-  if (actual != match[2].str())
-    throw Error(path + ": the file is corrupted: checksum mismatch (stored crc32 " + match[2].str() + ", computed " + actual + ")");
-}
-
 struct Staged {
   VariablePtr variable;
   Tensor value;
@@ -217,6 +146,17 @@ void check_no_extra(const H5File& f, const std::string& dir, const std::set<std:
   }
 }
 
+// `path` inside the group `root` ("" is the file's root).
+std::string under(const std::string& root, const std::string& path) {
+  if (root.empty()) return path;
+  return path.empty() ? root : root + "/" + path;
+}
+
+std::vector<VarsGroup> rooted(std::vector<VarsGroup> groups, const std::string& root) {
+  for (VarsGroup& g : groups) g.path = under(root, g.path);
+  return groups;
+}
+
 }  // namespace
 
 std::string to_snake_case(const std::string& class_name) {
@@ -252,52 +192,62 @@ std::vector<VarsGroup> weights_layout(const WeightsModel& m) {
   return out;
 }
 
+void write_weights(H5File& f, const WeightsModel& model, const std::string& root) {
+  for (const VarsGroup& g : rooted(weights_layout(model), root)) {
+    f.create_group(g.vars_path());
+    f.write_string_attribute(g.vars_path(), "name", g.name);
+    for (std::size_t i = 0; i < g.variables.size(); ++i) f.write_dataset(g.vars_path() + "/" + std::to_string(i), g.variables[i]->value());
+  }
+}
+
 void save_weights(const WeightsModel& model, const std::string& path, const SaveOptions& options) {
   check_extension(path);
-  const std::vector<VarsGroup> groups = weights_layout(model);
+  weights_layout(model);  // fails before any file is touched if the optimizer does not fit the model
   write_atomically(path, [&](const std::string& temp) {
-    H5File f = H5File::create(temp, {.userblock = options.checksum ? kUserBlock : 0});
-    for (const VarsGroup& g : groups) {
-      f.create_group(g.vars_path());
-      f.write_string_attribute(g.vars_path(), "name", g.name);
-      for (std::size_t i = 0; i < g.variables.size(); ++i) f.write_dataset(g.vars_path() + "/" + std::to_string(i), g.variables[i]->value());
-    }
+    H5File f = H5File::create(temp, {.userblock = options.checksum ? kChecksumBlock : 0});
+    write_weights(f, model);
     f.close();
     if (options.checksum) write_checksum(temp);
   });
 }
 
-void load_weights(const WeightsModel& model, const std::string& path) {
-  check_extension(path);
-  verify_checksum(path);
-  const H5File f = H5File::open(path);
-  std::vector<VarsGroup> groups = weights_layout(model);
+void read_weights(const H5File& f, const WeightsModel& model, const std::string& root) {
+  std::vector<VarsGroup> groups = rooted(weights_layout(model), root);
   if (model.optimizer) groups.pop_back();
 
   std::vector<Staged> staged;
   std::set<std::string> known;
   std::string layer_list;
+  const std::string layers = under(root, "layers"), layers_prefix = layers + "/";
   for (const VarsGroup& g : groups) {
     stage(f, g, staged);
     for (auto at = g.path.find('/'); at != std::string::npos; at = g.path.find('/', at + 1)) known.insert(g.path.substr(0, at));
     known.insert(g.path);
-    if (g.path.rfind("layers/", 0) == 0 && g.path.find('/', 7) == std::string::npos)
-      layer_list += (layer_list.empty() ? "" : ", ") + g.path.substr(7);
+    if (g.path.rfind(layers_prefix, 0) == 0 && g.path.find('/', layers_prefix.size()) == std::string::npos)
+      layer_list += (layer_list.empty() ? "" : ", ") + g.path.substr(layers_prefix.size());
   }
-  check_no_extra(f, "layers", known, layer_list);
+  check_no_extra(f, layers, known, layer_list);
 
   // Optimizer state, when the model is compiled and the file has some. An optimizer that has not
   // taken a step yet has no slots; it is built for the model's weights so that they can be loaded.
-  if (model.optimizer && f.is_group("optimizer/vars")) {
-    const std::size_t stored = f.children("optimizer/vars").size();
+  const std::string optimizer_vars = under(root, "optimizer/vars");
+  if (model.optimizer && f.is_group(optimizer_vars)) {
+    const std::size_t stored = f.children(optimizer_vars).size();
     if (stored > 2 && model.optimizer->variables().size() == 2) model.optimizer->build(optimizer_weights(model));
-    const VarsGroup g = optimizer_group(model);
+    VarsGroup g = optimizer_group(model);
+    g.path = under(root, g.path);
     if (stored != g.variables.size())
-      throw Error(f.path() + ": optimizer/vars: expected " + std::to_string(g.variables.size()) + " variables for " + g.owner +
+      throw Error(f.path() + ": " + optimizer_vars + ": expected " + std::to_string(g.variables.size()) + " variables for " + g.owner +
                   ", got " + std::to_string(stored) + " (was the file saved with another optimizer?)");
     stage(f, g, staged, true);
   }
   for (const Staged& s : staged) s.variable->assign(s.value);
+}
+
+void load_weights(const WeightsModel& model, const std::string& path) {
+  check_extension(path);
+  verify_checksum(path);
+  read_weights(H5File::open(path), model);
 }
 
 }  // namespace tandem::io

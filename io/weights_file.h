@@ -10,7 +10,8 @@
 //
 // Tandem adds one thing Keras does not: a 512-byte HDF5 user block (HDF5 skips it, and so do h5py
 // and Keras) holding the file's size and CRC-32, so that truncated or damaged files are refused
-// before HDF5 parses them.
+// before HDF5 parses them (io/checksum.h). Model::save writes the same tree under /model_weights of
+// its model file (write_weights / read_weights with a root group).
 #pragma once
 
 #include <memory>
@@ -21,6 +22,8 @@
 #include "tandem/optimizers.h"
 
 namespace tandem::io {
+
+class H5File;
 
 // What saving and loading need to know about a model.
 struct WeightsModel {
@@ -61,5 +64,10 @@ void save_weights(const WeightsModel& model, const std::string& path, const Save
 // and changes nothing unless everything matches. Optimizer state is loaded when the model is
 // compiled and the file has an optimizer group (the optimizer is built for it if needed).
 void load_weights(const WeightsModel& model, const std::string& path);
+
+// The same tree inside an open file, under the group `root` ("" is the file's root): what
+// save_weights writes and load_weights reads, for files that hold more than weights.
+void write_weights(H5File& file, const WeightsModel& model, const std::string& root = "");
+void read_weights(const H5File& file, const WeightsModel& model, const std::string& root = "");
 
 }  // namespace tandem::io

@@ -1,5 +1,6 @@
 // Activation: applies a named activation function.
 #include "layers/activations.h"
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "tandem/layers.h"
 
@@ -12,6 +13,9 @@ class ActivationLayer : public Layer {
     check_activation(activation_, "Activation \"" + this->name() + "\"");
   }
   std::string class_name() const override { return "Activation"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"activation", activation_.empty() ? "linear" : activation_}});
+  }
   graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     return apply_activation(ctx.g, inputs[0], activation_);
   }
@@ -19,6 +23,10 @@ class ActivationLayer : public Layer {
  private:
   std::string activation_;
 };
+
+const RegisterLayer registered("Activation", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<ActivationLayer>(c.activation("activation"), c.name());
+});
 }  // namespace
 
 LayerRef Activation(const std::string& activation, const std::string& name) {

@@ -2,6 +2,7 @@
 // moving statistics towards them; in inference, normalise with the moving statistics.
 #include <sstream>
 
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/normalization.h"
 #include "ops/ops.h"
@@ -27,6 +28,17 @@ class BatchNormalizationLayer : public Layer {
     if (opts_.axis == 0) throw ValueError(who() + ": axis 0 is the batch axis; expected the channel axis (-1 for channels last)");
   }
   std::string class_name() const override { return "BatchNormalization"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"axis", opts_.axis},
+                               {"momentum", opts_.momentum},
+                               {"epsilon", opts_.epsilon},
+                               {"center", opts_.center},
+                               {"scale", opts_.scale},
+                               {"beta_initializer", initializer_json(opts_.beta_initializer)},
+                               {"gamma_initializer", initializer_json(opts_.gamma_initializer)},
+                               {"moving_mean_initializer", initializer_json(opts_.moving_mean_initializer)},
+                               {"moving_variance_initializer", initializer_json(opts_.moving_variance_initializer)}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1 || in[0].rank() < 1)
@@ -75,6 +87,22 @@ class BatchNormalizationLayer : public Layer {
   int64_t channels_ = 0;
   VariablePtr gamma_, beta_, moving_mean_, moving_variance_;
 };
+
+const RegisterLayer registered("BatchNormalization", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  c.expect("synchronized", false);
+  const BatchNormalizationOptions d;
+  return std::make_shared<BatchNormalizationLayer>(BatchNormalizationOptions{
+      .axis = static_cast<int>(c.integer("axis", d.axis)),
+      .momentum = c.number("momentum", d.momentum),
+      .epsilon = c.number("epsilon", d.epsilon),
+      .center = c.boolean("center", d.center),
+      .scale = c.boolean("scale", d.scale),
+      .beta_initializer = c.initializer("beta_initializer", d.beta_initializer),
+      .gamma_initializer = c.initializer("gamma_initializer", d.gamma_initializer),
+      .moving_mean_initializer = c.initializer("moving_mean_initializer", d.moving_mean_initializer),
+      .moving_variance_initializer = c.initializer("moving_variance_initializer", d.moving_variance_initializer),
+      .name = c.name()});
+});
 }  // namespace
 
 LayerRef BatchNormalization(const BatchNormalizationOptions& options) {

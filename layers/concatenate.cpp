@@ -1,4 +1,5 @@
 // Concatenate: joins a list of inputs along one axis.
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
@@ -12,6 +13,7 @@ class ConcatenateLayer : public Layer {
  public:
   explicit ConcatenateLayer(ConcatenateOptions o) : Layer("concatenate", o.name), axis_(o.axis) {}
   std::string class_name() const override { return "Concatenate"; }
+  std::string config_json() const override { return config_text(*this, {{"axis", axis_}}); }
 
   void build(const std::vector<Shape>& in) override {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
@@ -44,6 +46,10 @@ class ConcatenateLayer : public Layer {
   std::string who() const { return "Concatenate \"" + name() + "\""; }
   int64_t axis_;
 };
+
+const RegisterLayer registered("Concatenate", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<ConcatenateLayer>(ConcatenateOptions{.axis = c.integer("axis", -1), .name = c.name()});
+});
 }  // namespace
 
 LayerRef Concatenate(const ConcatenateOptions& options) { return LayerRef(std::make_shared<ConcatenateLayer>(options)); }

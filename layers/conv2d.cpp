@@ -1,6 +1,7 @@
 // Conv2D: y = activation(conv2d(x, kernel) + bias), kernel (kh, kw, in_channels, filters) as Keras
 // stores it, channels-last input.
 #include "layers/activations.h"
+#include "layers/config.h"
 #include "layers/conv_util.h"
 #include "model/call_context.h"
 #include "ops/conv.h"
@@ -28,6 +29,19 @@ class Conv2DLayer : public Layer {
     check_activation(opts_.activation, me);
   }
   std::string class_name() const override { return "Conv2D"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"filters", filters_},
+                               {"kernel_size", int2_json(kernel_size_)},
+                               {"strides", int2_json(opts_.strides)},
+                               {"padding", opts_.padding},
+                               {"data_format", "channels_last"},
+                               {"dilation_rate", int2_json(opts_.dilation_rate)},
+                               {"groups", 1},
+                               {"activation", opts_.activation.empty() ? "linear" : opts_.activation},
+                               {"use_bias", opts_.use_bias},
+                               {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
+                               {"bias_initializer", initializer_json(opts_.bias_initializer)}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1) throw ValueError(owner() + ": expected one input, got " + std::to_string(in.size()));
@@ -61,6 +75,20 @@ class Conv2DLayer : public Layer {
   Conv2DOptions opts_;
   VariablePtr kernel_, bias_;
 };
+
+const RegisterLayer registered("Conv2D", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  c.expect("data_format", "channels_last");
+  c.expect("groups", 1);
+  return std::make_shared<Conv2DLayer>(c.integer("filters"), c.int2("kernel_size"),
+                                       Conv2DOptions{.strides = c.int2("strides", 1),
+                                                     .padding = c.string("padding", "valid"),
+                                                     .dilation_rate = c.int2("dilation_rate", 1),
+                                                     .activation = c.activation("activation"),
+                                                     .use_bias = c.boolean("use_bias", true),
+                                                     .kernel_initializer = c.initializer("kernel_initializer", "glorot_uniform"),
+                                                     .bias_initializer = c.initializer("bias_initializer", "zeros"),
+                                                     .name = c.name()});
+});
 }  // namespace
 
 LayerRef Conv2D(int64_t filters, Int2 kernel_size, const Conv2DOptions& options) {

@@ -1,5 +1,6 @@
 // Dense: y = activation(x · kernel + bias), kernel (in, units) as Keras stores it.
 #include "layers/activations.h"
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -16,6 +17,13 @@ class DenseLayer : public Layer {
     check_activation(activation_, "Dense \"" + name() + "\"");
   }
   std::string class_name() const override { return "Dense"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"units", units_},
+                               {"activation", activation_.empty() ? "linear" : activation_},
+                               {"use_bias", opts_.use_bias},
+                               {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
+                               {"bias_initializer", initializer_json(opts_.bias_initializer)}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1 || in[0].rank() < 1)
@@ -41,6 +49,14 @@ class DenseLayer : public Layer {
   DenseOptions opts_;
   VariablePtr kernel_, bias_;
 };
+
+const RegisterLayer registered("Dense", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<DenseLayer>(c.integer("units"), c.activation("activation"),
+                                      DenseOptions{.use_bias = c.boolean("use_bias", true),
+                                                   .kernel_initializer = c.initializer("kernel_initializer", "glorot_uniform"),
+                                                   .bias_initializer = c.initializer("bias_initializer", "zeros"),
+                                                   .name = c.name()});
+});
 }  // namespace
 
 LayerRef Dense(int64_t units, const std::string& activation, const DenseOptions& options) {

@@ -1,4 +1,5 @@
 // Embedding: a trainable lookup table; row i is the vector of id i.
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
@@ -18,6 +19,12 @@ class EmbeddingLayer : public Layer {
       throw ValueError(who() + ": output_dim must be positive, got " + std::to_string(output_dim_));
   }
   std::string class_name() const override { return "Embedding"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"input_dim", input_dim_},
+                               {"output_dim", output_dim_},
+                               {"embeddings_initializer", initializer_json(opts_.embeddings_initializer)},
+                               {"mask_zero", false}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1)
@@ -41,6 +48,13 @@ class EmbeddingLayer : public Layer {
   EmbeddingOptions opts_;
   VariablePtr embeddings_;
 };
+
+const RegisterLayer registered("Embedding", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  c.expect("mask_zero", false);
+  return std::make_shared<EmbeddingLayer>(
+      c.integer("input_dim"), c.integer("output_dim"),
+      EmbeddingOptions{.embeddings_initializer = c.initializer("embeddings_initializer", "uniform"), .name = c.name()});
+});
 }  // namespace
 
 LayerRef Embedding(int64_t input_dim, int64_t output_dim, const EmbeddingOptions& options) {

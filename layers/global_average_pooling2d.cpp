@@ -1,4 +1,5 @@
 // GlobalAveragePooling2D: the mean over height and width of each channel.
+#include "layers/config.h"
 #include "layers/conv_util.h"
 #include "model/call_context.h"
 #include "ops/ops.h"
@@ -12,6 +13,9 @@ class GlobalAveragePooling2DLayer : public Layer {
   explicit GlobalAveragePooling2DLayer(GlobalPooling2DOptions o)
       : Layer("global_average_pooling2d", o.name), keepdims_(o.keepdims) {}
   std::string class_name() const override { return "GlobalAveragePooling2D"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"data_format", "channels_last"}, {"keepdims", keepdims_}});
+  }
 
   graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     detail::check_image("GlobalAveragePooling2D \"" + name() + "\"", ctx.g.type(inputs[0]).shape);
@@ -21,6 +25,11 @@ class GlobalAveragePooling2DLayer : public Layer {
  private:
   bool keepdims_;
 };
+
+const RegisterLayer registered("GlobalAveragePooling2D", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  c.expect("data_format", "channels_last");
+  return std::make_shared<GlobalAveragePooling2DLayer>(GlobalPooling2DOptions{.keepdims = c.boolean("keepdims", false), .name = c.name()});
+});
 }  // namespace
 
 LayerRef GlobalAveragePooling2D(const GlobalPooling2DOptions& options) {

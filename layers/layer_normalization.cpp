@@ -1,6 +1,7 @@
 // LayerNormalization (Keras 3) over the last axis; the same in training and inference.
 #include <sstream>
 
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/normalization.h"
 #include "ops/ops.h"
@@ -23,6 +24,15 @@ class LayerNormalizationLayer : public Layer {
     if (opts_.axis == 0) throw ValueError(who() + ": axis 0 is the batch axis; expected -1 (the last axis)");
   }
   std::string class_name() const override { return "LayerNormalization"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"axis", opts_.axis},
+                               {"epsilon", opts_.epsilon},
+                               {"center", opts_.center},
+                               {"scale", opts_.scale},
+                               {"rms_scaling", false},
+                               {"beta_initializer", initializer_json(opts_.beta_initializer)},
+                               {"gamma_initializer", initializer_json(opts_.gamma_initializer)}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1 || in[0].rank() < 1)
@@ -61,6 +71,22 @@ class LayerNormalizationLayer : public Layer {
   int64_t dim_ = 0;
   VariablePtr gamma_, beta_;
 };
+
+const RegisterLayer registered("LayerNormalization", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  c.expect("rms_scaling", false);
+  const LayerNormalizationOptions d;
+  // Keras may write the axis as a one-element list.
+  const Json* axis = c.has("axis") ? &c.json().at("axis") : nullptr;
+  const bool listed = axis && axis->is_array() && axis->size() == 1 && (*axis)[0].is_number_integer();
+  return std::make_shared<LayerNormalizationLayer>(LayerNormalizationOptions{
+      .axis = listed ? (*axis)[0].get<int>() : static_cast<int>(c.integer("axis", d.axis)),
+      .epsilon = c.number("epsilon", d.epsilon),
+      .center = c.boolean("center", d.center),
+      .scale = c.boolean("scale", d.scale),
+      .beta_initializer = c.initializer("beta_initializer", d.beta_initializer),
+      .gamma_initializer = c.initializer("gamma_initializer", d.gamma_initializer),
+      .name = c.name()});
+});
 }  // namespace
 
 LayerRef LayerNormalization(const LayerNormalizationOptions& options) {

@@ -1,5 +1,6 @@
 // Add and Multiply: elementwise merges of a list of inputs. They differ only in the op, so they
 // share one class.
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -21,6 +22,7 @@ class ElementwiseMerge : public Layer {
   ElementwiseMerge(std::string cls, const char* prefix, MergeOp op, const std::string& name)
       : Layer(prefix, name), class_name_(std::move(cls)), op_(op) {}
   std::string class_name() const override { return class_name_; }
+  std::string config_json() const override { return config_text(*this, Json::object()); }
 
   void build(const std::vector<Shape>& in) override {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
@@ -52,6 +54,13 @@ class ElementwiseMerge : public Layer {
   std::string class_name_;
   MergeOp op_;
 };
+
+const RegisterLayer registered_add("Add", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<ElementwiseMerge>("Add", "add", ops::add, c.name());
+});
+const RegisterLayer registered_multiply("Multiply", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, c.name());
+});
 }  // namespace
 
 LayerRef Add(const std::string& name) { return LayerRef(std::make_shared<ElementwiseMerge>("Add", "add", ops::add, name)); }

@@ -5,7 +5,9 @@
 // them as plain matrices (d, heads·key_dim), which is the same memory, so a projection is one
 // matmul. Heads then move next to the batch, (B, T, N, H) -> (B, N, T, H), for batch_matmul.
 #include <cmath>
+#include <optional>
 
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "model/initializers.h"
 #include "ops/attention.h"
@@ -20,8 +22,10 @@ using graph::Value;
 
 class MultiHeadAttentionLayer : public Layer {
  public:
-  MultiHeadAttentionLayer(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions o)
-      : Layer("multi_head_attention", o.name), heads_(num_heads), key_dim_(key_dim), opts_(std::move(o)), seed_(next_seed()) {
+  // The dropout seed is drawn from the global seed unless given (a rebuilt layer keeps its old one).
+  MultiHeadAttentionLayer(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions o, std::optional<uint64_t> seed = std::nullopt)
+      : Layer("multi_head_attention", o.name), heads_(num_heads), key_dim_(key_dim), opts_(std::move(o)),
+        seed_(seed ? *seed : next_seed()) {
     if (heads_ <= 0) throw ValueError(who() + ": num_heads must be positive, got " + std::to_string(heads_));
     if (key_dim_ <= 0) throw ValueError(who() + ": key_dim must be positive, got " + std::to_string(key_dim_));
     if (opts_.value_dim < 0) throw ValueError(who() + ": value_dim must be positive (or 0 for key_dim), got " + std::to_string(opts_.value_dim));
@@ -32,6 +36,19 @@ class MultiHeadAttentionLayer : public Layer {
       if (d <= 0) throw ValueError(who() + ": output_shape must have positive dimensions, got " + opts_.output_shape.str());
   }
   std::string class_name() const override { return "MultiHeadAttention"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"num_heads", heads_},
+                               {"key_dim", key_dim_},
+                               {"value_dim", value_dim_},
+                               {"dropout", opts_.dropout},
+                               {"use_bias", opts_.use_bias},
+                               {"output_shape", opts_.output_shape.rank() ? Json(opts_.output_shape.dims()) : Json(nullptr)},
+                               {"attention_axes", nullptr},
+                               {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
+                               {"bias_initializer", initializer_json(opts_.bias_initializer)},
+                               {"use_causal_mask", opts_.use_causal_mask},
+                               {"seed", seed_}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     check_inputs(in);
@@ -130,6 +147,26 @@ class MultiHeadAttentionLayer : public Layer {
   Shape out_shape_;
   Proj query_, key_, value_, output_;
 };
+
+const RegisterLayer registered("MultiHeadAttention", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  c.expect("attention_axes", nullptr);
+  const int64_t key_dim = c.integer("key_dim");
+  // Keras writes an int output_shape for a one-dimensional one.
+  Shape output_shape;
+  if (c.has("output_shape") && !c.json().at("output_shape").is_null())
+    output_shape = c.json().at("output_shape").is_array() ? Shape(c.integers("output_shape")) : Shape{c.integer("output_shape")};
+  return std::make_shared<MultiHeadAttentionLayer>(
+      c.integer("num_heads"), key_dim,
+      MultiHeadAttentionOptions{.value_dim = c.integer("value_dim", 0),
+                                .dropout = c.number("dropout", 0.0),
+                                .use_bias = c.boolean("use_bias", true),
+                                .output_shape = output_shape,
+                                .kernel_initializer = c.initializer("kernel_initializer", "glorot_uniform"),
+                                .bias_initializer = c.initializer("bias_initializer", "zeros"),
+                                .use_causal_mask = c.boolean("use_causal_mask", false),
+                                .name = c.name()},
+      c.seed("seed"));
+});
 }  // namespace
 
 LayerRef MultiHeadAttention(int64_t num_heads, int64_t key_dim, const MultiHeadAttentionOptions& options) {

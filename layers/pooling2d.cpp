@@ -1,5 +1,6 @@
 // MaxPooling2D and AveragePooling2D: one class, like Keras's shared pooling base; they differ only
 // in the op they emit.
+#include "layers/config.h"
 #include "layers/conv_util.h"
 #include "model/call_context.h"
 #include "ops/conv.h"
@@ -20,6 +21,12 @@ class Pooling2DLayer : public Layer {
     opts_.padding = detail::padding_mode(me, opts_.padding);
   }
   std::string class_name() const override { return max_ ? "MaxPooling2D" : "AveragePooling2D"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"pool_size", int2_json(pool_)},
+                               {"padding", opts_.padding},
+                               {"strides", int2_json(opts_.strides)},
+                               {"data_format", "channels_last"}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1) throw ValueError(owner() + ": expected one input, got " + std::to_string(in.size()));
@@ -44,6 +51,15 @@ class Pooling2DLayer : public Layer {
   Int2 pool_;
   Pooling2DOptions opts_;
 };
+
+std::shared_ptr<Layer> pooling_from(bool max, const ConfigReader& c) {
+  c.expect("data_format", "channels_last");
+  return std::make_shared<Pooling2DLayer>(
+      max, c.int2("pool_size", 2),
+      Pooling2DOptions{.strides = c.int2("strides", Int2()), .padding = c.string("padding", "valid"), .name = c.name()});
+}
+const RegisterLayer registered_max("MaxPooling2D", [](const ConfigReader& c) { return pooling_from(true, c); });
+const RegisterLayer registered_average("AveragePooling2D", [](const ConfigReader& c) { return pooling_from(false, c); });
 }  // namespace
 
 LayerRef MaxPooling2D(Int2 pool_size, const Pooling2DOptions& options) {

@@ -1,4 +1,5 @@
 // PositionEmbedding (keras_hub): a learned vector per sequence position, broadcast over the batch.
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
@@ -16,6 +17,9 @@ class PositionEmbeddingLayer : public Layer {
       throw ValueError(who() + ": sequence_length must be positive, got " + std::to_string(sequence_length_));
   }
   std::string class_name() const override { return "PositionEmbedding"; }
+  std::string config_json() const override {
+    return config_text(*this, {{"sequence_length", sequence_length_}, {"initializer", initializer_json(opts_.initializer)}});
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1 || in[0].rank() < 2)
@@ -43,6 +47,12 @@ class PositionEmbeddingLayer : public Layer {
   PositionEmbeddingOptions opts_;
   VariablePtr embeddings_;
 };
+
+const RegisterLayer registered("PositionEmbedding", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<PositionEmbeddingLayer>(
+      c.integer("sequence_length"),
+      PositionEmbeddingOptions{.initializer = c.initializer("initializer", "glorot_uniform"), .name = c.name()});
+});
 }  // namespace
 
 LayerRef PositionEmbedding(int64_t sequence_length, const PositionEmbeddingOptions& options) {

@@ -1,4 +1,5 @@
 // Reshape: each sample to target_shape (batch excluded); one dimension may be -1.
+#include "layers/config.h"
 #include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -18,6 +19,7 @@ class ReshapeLayer : public Layer {
     if (unknown > 1) throw ValueError("Reshape \"" + this->name() + "\": at most one dimension may be -1, got " + target_.str());
   }
   std::string class_name() const override { return "Reshape"; }
+  std::string config_json() const override { return config_text(*this, {{"target_shape", target_.dims()}}); }
 
   graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     const Shape& s = ctx.g.type(inputs[0]).shape;
@@ -36,6 +38,10 @@ class ReshapeLayer : public Layer {
  private:
   Shape target_;
 };
+
+const RegisterLayer registered("Reshape", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<ReshapeLayer>(Shape(c.integers("target_shape")), c.name());
+});
 }  // namespace
 
 LayerRef Reshape(Shape target_shape, const std::string& name) {

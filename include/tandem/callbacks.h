@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -87,6 +88,43 @@ class ProgbarLogger : public Callback {
 namespace callbacks {
 // Constructors that read like Keras: `.callbacks = {tandem::callbacks::Lambda(...)}`.
 CallbackPtr Lambda(std::function<void(int epoch, const Logs&)> on_epoch_end);
+
+// How often a checkpointing callback saves: "epoch" (at each epoch's end) or every N training
+// batches, counted across epochs: `.save_freq = "epoch"`, `.save_freq = 500`.
+struct SaveFreq {
+  SaveFreq(const char* name);         // "epoch"; anything else is a ValueError
+  SaveFreq(const std::string& name);
+  SaveFreq(int batches);              // >= 1
+  SaveFreq(int64_t batches);
+  bool per_epoch() const { return batches == 0; }
+  int64_t batches = 0;                // 0 = per epoch
+};
+
+struct ModelCheckpointOptions {
+  std::string monitor = "val_loss";
+  int verbose = 0;                    // 1 prints a line for each save (or each best not improved)
+  bool save_best_only = false;        // save only when `monitor` improves on the best so far
+  bool save_weights_only = false;     // save_weights (path must end in ".weights.h5"), else the whole model
+  std::string mode = "auto";          // "min", "max", or "auto": max for accuracy/AUC-like names, else min
+  SaveFreq save_freq = "epoch";
+  std::optional<double> initial_value_threshold;  // the best value to beat at the start
+};
+
+// keras.callbacks.ModelCheckpoint. `filepath` is a Python format string filled with `epoch` (from
+// 1), `batch` (from 1, when saving every N batches) and the logs: "ckpt/{epoch:02d}-{val_loss:.2f}.weights.h5".
+CallbackPtr ModelCheckpoint(const std::string& filepath, const ModelCheckpointOptions& options = {});
+
+struct BackupAndRestoreOptions {
+  SaveFreq save_freq = "epoch";
+  bool delete_checkpoint = true;  // remove the backup when fit finishes
+};
+
+// keras.callbacks.BackupAndRestore, resuming exactly: a fit() that finds a backup in `backup_dir`
+// continues at the epoch and batch where it was taken, with the same weights, optimizer state,
+// shuffle order, running metrics and History, so an interrupted and resumed run ends with the same
+// weights, bit for bit, as one that was never interrupted. Backups are written atomically. The
+// directory belongs to this callback (see docs/checkpoints.md).
+CallbackPtr BackupAndRestore(const std::string& backup_dir, const BackupAndRestoreOptions& options = {});
 }  // namespace callbacks
 
 }  // namespace tandem

@@ -59,6 +59,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual ~Layer() = default;
   const std::string& name() const { return name_; }
   virtual std::string class_name() const = 0;
+  // The layer's constructor arguments as a JSON object, under Keras's names (Keras's get_config):
+  // what Model::save stores and load_model rebuilds the layer from. The base class has none and
+  // throws ValueError, so a model with a layer that does not override it cannot be saved whole.
+  virtual std::string config_json() const;
   bool built() const { return built_; }
   const std::vector<VariablePtr>& weights() const { return weights_; }
   int64_t count_params() const;

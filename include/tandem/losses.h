@@ -15,6 +15,9 @@ class Loss {
  public:
   virtual ~Loss() = default;
   virtual std::string name() const = 0;  // "sparse_categorical_crossentropy"
+  // The loss's arguments as a JSON object under Keras's names (name, reduction, from_logits): what
+  // Model::save stores. The base class has none and throws ValueError.
+  virtual std::string config_json() const;
   // Whether targets are integer class ids.
   virtual bool sparse_targets() const { return false; }
   // The accuracy metric that "accuracy" means with this loss.

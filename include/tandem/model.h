@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,21 @@ struct FitOptions {
   int64_t trace_step = 1;
 };
 
+// Where a running fit() stands: what BackupAndRestore writes to its backup and hands back to resume.
+struct FitProgress {
+  int epoch = 0;                    // the epoch being run, 0-based
+  int64_t batch = 0;                // batches of `epoch` finished
+  int64_t steps = 0;                // training steps finished, all epochs (counting resumed runs)
+  uint64_t shuffle_seed = 0;        // the seed fit() gave its batch shuffler
+  double loss_sum = 0;              // this epoch so far: sum of batch loss * batch rows,
+  std::vector<double> metric_sums;  // each compiled metric's sum,
+  int64_t rows = 0;                 // and the rows they cover
+  // The History of the epochs finished before `epoch` (read by resume_fit; fit_progress() leaves
+  // them empty).
+  std::vector<int> history_epochs;
+  std::map<std::string, std::vector<double>> history;
+};
+
 struct EvaluateOptions {
   int64_t batch_size = 32;
   int verbose = 1;
@@ -89,10 +105,22 @@ class Model {
   // the model is compiled, the optimizer's state. Loading checks the whole file before changing anything.
   void save_weights(const std::string& path);
   void load_weights(const std::string& path);
+  // The whole model in one HDF5 file (".h5"): architecture, compile settings, weights, optimizer
+  // state and training state; tandem::load_model (tandem/saving.h) rebuilds it. Written atomically.
+  void save(const std::string& path);
   const OptimizerPtr& optimizer() const;
   // Bytes of the memory plan of the last training step that ran (activations and gradients).
   std::size_t planned_arena_bytes() const;
   bool stop_training = false;  // a callback may set it to end fit after the current epoch
+
+  // Hooks for callbacks that checkpoint training (BackupAndRestore). fit_progress() is kept current
+  // by fit(): it is up to date in every on_train_batch_end and on_epoch_end. A callback's
+  // on_train_begin may call resume_fit() to make the fit that is starting continue from a saved
+  // point instead of from initial_epoch: the same shuffle order, the rest of that epoch's batches,
+  // its running loss and metric sums, and the History so far. The caller restores the weights and
+  // optimizer state itself (load_weights). fit() checks the point against the data it was given.
+  const FitProgress& fit_progress() const { return progress_; }
+  void resume_fit(const FitProgress& from) { resume_ = from; }
 
  protected:
   explicit Model(const std::string& name, const std::string& class_prefix);
@@ -102,8 +130,11 @@ class Model {
 
  private:
   struct Impl;
+  friend std::unique_ptr<Model> load_model(const std::string& path);  // tandem/saving.h
   Dataset prepare(const Dataset& data, const char* where);  // validates and converts x and y
   std::unique_ptr<Impl> impl_;
+  FitProgress progress_;
+  std::optional<FitProgress> resume_;
 };
 
 class Sequential : public Model {

@@ -17,6 +17,9 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;  // "adam"
+  // The hyperparameters as a JSON object under Keras's names (Keras's get_config), the learning rate
+  // being the current one: what Model::save stores. The base class has none and throws ValueError.
+  virtual std::string config_json() const;
   double learning_rate() const;
   void set_learning_rate(double lr);     // takes effect at the next step
   int64_t iterations() const;            // updates applied so far

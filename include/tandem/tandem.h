@@ -10,4 +10,5 @@
 #include "tandem/losses.h"
 #include "tandem/model.h"
 #include "tandem/optimizers.h"
+#include "tandem/saving.h"
 #include "tandem/tensor.h"

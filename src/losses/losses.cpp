@@ -1,17 +1,35 @@
 // The loss classes: each maps (predictions, targets) to per-sample losses with one fused op.
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "graph/graph.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/losses.h"
 
+namespace tandem {
+
+std::string Loss::config_json() const {
+  throw ValueError("loss \"" + name() + "\" has no config (it does not override config_json), so Model::save cannot store it");
+}
+
+}  // namespace tandem
+
 namespace tandem::losses {
 
 namespace {
+std::string loss_config(const std::string& name, std::optional<bool> from_logits) {
+  nlohmann::ordered_json c{{"name", name}, {"reduction", "sum_over_batch_size"}};
+  if (from_logits) c["from_logits"] = *from_logits;
+  return c.dump();
+}
+
 class Crossentropy : public Loss {
  public:
   Crossentropy(std::string name, bool sparse, bool from_logits) : name_(std::move(name)), sparse_(sparse), logits_(from_logits) {}
   std::string name() const override { return name_; }
   bool sparse_targets() const override { return sparse_; }
+  std::string config_json() const override { return loss_config(name_, logits_); }
   std::string accuracy_metric() const override { return sparse_ ? "sparse_categorical_accuracy" : "categorical_accuracy"; }
   graph::Value per_sample(graph::Graph& g, const graph::Value& pred, const graph::Value& target) const override {
     return ops::cross_entropy(g, pred, target, sparse_, logits_);
@@ -29,6 +47,7 @@ class Elementwise : public Loss {
   Elementwise(std::string name, Kind kind, bool from_logits = false) : name_(std::move(name)), kind_(kind), logits_(from_logits) {}
   std::string name() const override { return name_; }
   std::string accuracy_metric() const override { return "binary_accuracy"; }
+  std::string config_json() const override { return loss_config(name_, kind_ == Binary ? std::optional<bool>(logits_) : std::nullopt); }
   graph::Value per_sample(graph::Graph& g, const graph::Value& pred, const graph::Value& target) const override {
     graph::Value t = target;
     const TensorType& p = g.type(pred);

@@ -1,6 +1,8 @@
 // compile, fit, evaluate and predict: the loops around compiled steps.
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "data/batcher.h"
 #include "data/prefetcher.h"
@@ -31,6 +33,10 @@ class Feeder {
   Feeder(const data::Batcher& batches, const Dataset& data, bool with_targets)
       : x_row_(row_bytes(data.x())), y_row_(with_targets ? row_bytes(data.y()) : 0), prefetch_(batches, x_row_, y_row_) {}
   void start_epoch() { prefetch_.start_epoch(); }
+  void skip(int64_t b) {  // batch b is not run (a resumed epoch's batches done before)
+    prefetch_.x(b);
+    prefetch_.release(b);
+  }
   void feed(int64_t b, const CompiledStep& step) {
     const std::byte* x = prefetch_.x(b);
     const std::byte* y = prefetch_.y(b);
@@ -115,9 +121,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     data = data.slice(0, split);
   }
 
-  data::Batcher batches(data, o.batch_size, o.shuffle, next_seed());
-  Feeder feeder(batches, data, true);
-  m.sync_replicas();
+  const uint64_t shuffle_seed = next_seed();
+  data::Batcher batches(data, o.batch_size, o.shuffle, shuffle_seed);
   auto history = std::make_shared<History>();
   std::vector<CallbackPtr> callbacks;
   if (o.verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>(std::cout));
@@ -127,18 +132,45 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   for (auto& c : callbacks) c->set_model(this), c->set_params(params);
 
   stop_training = false;
-  int64_t steps_run = 0;
+  int64_t steps_run = 0;  // in this call, for trace_step
+  progress_ = {.epoch = o.initial_epoch, .shuffle_seed = shuffle_seed, .metric_sums = std::vector<double>(m.metrics.size(), 0.0)};
+  resume_.reset();
   for (auto& c : callbacks) c->on_train_begin({});
-  for (int epoch = o.initial_epoch; epoch < o.epochs && !stop_training; ++epoch) {
+  // A callback (BackupAndRestore) may have asked to continue an interrupted run.
+  std::optional<FitProgress> resume = std::exchange(resume_, std::nullopt);
+  bool resumed_epoch = resume.has_value();  // the first epoch below continues an interrupted one
+  if (resume) {
+    const std::string where = "fit: cannot resume at epoch " + std::to_string(resume->epoch + 1) + ", batch " + std::to_string(resume->batch) + ": ";
+    if (resume->epoch < 0 || resume->batch < 0 || resume->batch > batches.num_batches())
+      throw ValueError(where + "this fit has " + std::to_string(batches.num_batches()) + " batches per epoch");
+    if (resume->metric_sums.size() != m.metrics.size())
+      throw ValueError(where + "the saved progress has " + std::to_string(resume->metric_sums.size()) + " metrics, the model is compiled with " +
+                       std::to_string(m.metrics.size()));
+    if (resume->shuffle_seed != shuffle_seed) batches = data::Batcher(data, o.batch_size, o.shuffle, resume->shuffle_seed);
+    history->epoch = std::move(resume->history_epochs);
+    history->history = std::move(resume->history);
+    progress_ = std::move(*resume);
+    progress_.history_epochs.clear(), progress_.history.clear();
+  }
+  Feeder feeder(batches, data, true);
+  m.sync_replicas();  // after on_train_begin, which may have loaded weights
+  for (int epoch = progress_.epoch; epoch < o.epochs && !stop_training; ++epoch) {
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
     batches.start_epoch(epoch);
     feeder.start_epoch();
     Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
+    int64_t first_batch = 0;
+    if (resumed_epoch) {  // its sums so far, then the rest of its batches
+      acc = {progress_.loss_sum, progress_.metric_sums, progress_.rows};
+      first_batch = progress_.batch;
+      for (int64_t b = 0; b < first_batch; ++b) feeder.skip(b);
+      resumed_epoch = false;
+    }
     // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
     const int64_t full_rows = batches.batch_rows(0);
     CompiledStep& full = m.step(StepKind::Train, full_rows, target_type(data, full_rows));
     CompiledStep* accumulate = m.accumulation_steps() > 1 ? &m.step(StepKind::Accumulate, full_rows, target_type(data, full_rows)) : nullptr;
-    for (int64_t b = 0; b < batches.num_batches(); ++b) {
+    for (int64_t b = first_batch; b < batches.num_batches(); ++b) {
       const int64_t rows = batches.batch_rows(b);
       const StepKind kind = m.next_step_syncs() ? StepKind::Train : StepKind::Accumulate;
       CompiledStep& step = rows != full_rows ? m.step(kind, rows, target_type(data, rows))
@@ -153,6 +185,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       acc.loss += step.sum(step.loss) * double(rows);
       for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.sum(step.metrics[i]);
       acc.rows += rows;
+      progress_.batch = b + 1, ++progress_.steps;
+      progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
       const Logs logs = acc.logs(m.metrics);
       for (auto& c : callbacks) c->on_train_batch_end(b, logs);
     }
@@ -163,6 +197,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       for (const auto& [k, v] : val) logs["val_" + k] = v;
     }
     for (auto& c : callbacks) c->on_epoch_end(epoch, logs);
+    progress_ = {.epoch = epoch + 1, .steps = progress_.steps, .shuffle_seed = progress_.shuffle_seed,
+                 .metric_sums = std::vector<double>(m.metrics.size(), 0.0)};
   }
   for (auto& c : callbacks) c->on_train_end({});
   return *history;

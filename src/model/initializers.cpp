@@ -53,6 +53,17 @@ uint64_t next_seed() {
   return rng::hash(seed_state().seed, seed_state().drawn++);
 }
 
+RandomState random_state() {
+  std::lock_guard lock(seed_state().mutex);
+  return {seed_state().seed, seed_state().drawn};
+}
+
+void set_random_state(const RandomState& state) {
+  std::lock_guard lock(seed_state().mutex);
+  seed_state().seed = state.seed;
+  seed_state().drawn = state.drawn;
+}
+
 Tensor initialize(const std::string& name, const Shape& shape, DType dtype, const std::string& owner) {
   Tensor t(shape, DType::F64);
   auto v = t.values<double>();

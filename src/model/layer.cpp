@@ -51,6 +51,12 @@ Symbol Input(Shape shape, DType dtype, const std::string& name) {
 Layer::Layer(const std::string& class_prefix, const std::string& name)
     : name_(name.empty() ? unique_layer_name(class_prefix) : name) {}
 
+std::string Layer::config_json() const {
+  throw ValueError(class_name() + " \"" + name_ +
+                   "\": the layer has no config (it does not override config_json), so Model::save cannot store it; "
+                   "use save_weights");
+}
+
 int64_t Layer::count_params() const {
   int64_t n = 0;
   for (const auto& w : weights_) n += w->value().size();

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/weights_file.h"
 #include "model/symbol.h"
 #include "runtime/executable.h"
 #include "tandem/model.h"
@@ -51,6 +52,9 @@ struct Model::Impl {
   graph::Value trace(CallContext& ctx, graph::Value x) const;
   CompiledStep& step(StepKind kind, int64_t batch, const TensorType& y_type);
   std::vector<VariablePtr> weights() const;
+  // What the weights file code needs to know: the layers in Keras's order, the optimizer when
+  // compiled. Throws (naming `what`) if the model is not built yet. In weights_io.cpp.
+  io::WeightsModel weights_model(const char* what) const;
 
   // Replicas other than the first keep their own copies of every variable; they are made equal
   // to the model's (the first replica's) values at the start of fit, evaluate and predict.

@@ -55,8 +55,10 @@ std::vector<std::shared_ptr<Layer>> keras_layer_order(const Symbol& output) {
   return out;
 }
 
-// Model::Impl is private to Model; a deduced parameter type reaches its (public) fields.
-io::WeightsModel describe(const auto& m, const char* what) {
+}  // namespace
+
+io::WeightsModel Model::Impl::weights_model(const char* what) const {
+  const Impl& m = *this;
   if (!m.output.node())
     throw ValueError("Model \"" + m.name + "\": " + what +
                      " needs a built model; give it an InputLayer, call build(), or run it on data first");
@@ -71,10 +73,8 @@ io::WeightsModel describe(const auto& m, const char* what) {
   return w;
 }
 
-}  // namespace
+void Model::save_weights(const std::string& path) { io::save_weights(impl_->weights_model("save_weights"), path); }
 
-void Model::save_weights(const std::string& path) { io::save_weights(describe(*impl_, "save_weights"), path); }
-
-void Model::load_weights(const std::string& path) { io::load_weights(describe(*impl_, "load_weights"), path); }
+void Model::load_weights(const std::string& path) { io::load_weights(impl_->weights_model("load_weights"), path); }
 
 }  // namespace tandem

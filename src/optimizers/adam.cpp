@@ -1,6 +1,8 @@
 // Adam and AdamW (Keras 3): t = iterations + 1; α = lr·√(1−β₂ᵗ)/(1−β₁ᵗ); m += (g−m)(1−β₁);
 // v += (g²−v)(1−β₂); w −= α·m/(√v + ε). AdamW first decays w −= w·wd·lr. Note ε is added after
 // the bias correction of v is folded into α, unlike PyTorch.
+#include <nlohmann/json.hpp>
+
 #include "graph/graph.h"
 #include "tandem/errors.h"
 #include "tandem/optimizers.h"
@@ -16,6 +18,15 @@ class AdamOptimizer : public Optimizer {
     if (!(b2 >= 0 && b2 < 1)) throw ValueError(std::string(name) + ": beta_2 must be in [0, 1), got " + std::to_string(b2));
   }
   std::string name() const override { return name_; }
+  std::string config_json() const override {
+    nlohmann::ordered_json c{{"name", name_}, {"learning_rate", learning_rate()}};
+    if (name_ == "adamw") c["weight_decay"] = wd_;
+    c["beta_1"] = b1_;
+    c["beta_2"] = b2_;
+    c["epsilon"] = eps_;
+    c["amsgrad"] = false;
+    return c.dump();
+  }
 
  protected:
   std::vector<std::string> slot_names() const override { return {"momentum", "velocity"}; }

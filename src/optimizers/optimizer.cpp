@@ -20,6 +20,10 @@ Optimizer::Optimizer(double learning_rate) {
   variables_.push_back(std::make_shared<Variable>("optimizer/learning_rate", lr, false));
 }
 
+std::string Optimizer::config_json() const {
+  throw ValueError("optimizer \"" + name() + "\" has no config (it does not override config_json), so Model::save cannot store it");
+}
+
 double Optimizer::learning_rate() const { return variables_[1]->value().item(0); }
 void Optimizer::set_learning_rate(double lr) { variables_[1]->value().data<float>()[0] = static_cast<float>(lr); }
 int64_t Optimizer::iterations() const { return variables_[0]->value().data<int64_t>()[0]; }

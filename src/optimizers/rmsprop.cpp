@@ -1,5 +1,7 @@
 // RMSprop (Keras 3): ms = ρ·ms + (1−ρ)·g²; step = lr·g/√(ms + ε) (ε inside the root, unlike
 // PyTorch); with momentum: mom = momentum·mom + step; w −= mom; else w −= step.
+#include <nlohmann/json.hpp>
+
 #include "graph/graph.h"
 #include "tandem/errors.h"
 #include "tandem/optimizers.h"
@@ -13,6 +15,11 @@ class RMSpropOptimizer : public Optimizer {
     if (!(o.rho >= 0 && o.rho < 1)) throw ValueError("RMSprop: rho must be in [0, 1), got " + std::to_string(o.rho));
   }
   std::string name() const override { return "rmsprop"; }
+  std::string config_json() const override {
+    return nlohmann::ordered_json{{"name", "rmsprop"}, {"learning_rate", learning_rate()}, {"rho", o_.rho},
+                                  {"momentum", o_.momentum}, {"epsilon", o_.epsilon}, {"centered", false}}
+        .dump();
+  }
 
  protected:
   std::vector<std::string> slot_names() const override {

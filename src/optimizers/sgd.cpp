@@ -1,4 +1,6 @@
 // SGD (Keras 3): v = momentum·v − lr·g; w += v  (Nesterov: w += momentum·v − lr·g).
+#include <nlohmann/json.hpp>
+
 #include "graph/graph.h"
 #include "tandem/errors.h"
 #include "tandem/optimizers.h"
@@ -12,6 +14,10 @@ class SGDOptimizer : public Optimizer {
     if (!(o.momentum >= 0.0 && o.momentum <= 1.0)) throw ValueError("SGD: momentum must be in [0, 1], got " + std::to_string(o.momentum));
   }
   std::string name() const override { return "sgd"; }
+  std::string config_json() const override {
+    return nlohmann::ordered_json{{"name", "sgd"}, {"learning_rate", learning_rate()}, {"momentum", o_.momentum}, {"nesterov", o_.nesterov}}
+        .dump();
+  }
 
  protected:
   std::vector<std::string> slot_names() const override {

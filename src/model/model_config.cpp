@@ -1,0 +1,463 @@
+// Model configs in Keras's shape: Sequential models list their layers in order after an InputLayer;
+// functional ones list every layer with its calls ("inbound_nodes", each naming the layer call that
+// made each input by [layer name, node index, tensor index]), as Keras 3 writes them.
+#include "model/model_config.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "layers/config.h"
+#include "layers/input_layer.h"
+#include "tandem/errors.h"
+#include "tandem/layers.h"
+
+namespace tandem::detail {
+
+namespace {
+
+using layers::ConfigReader;
+using Node = Symbol::Node;
+
+std::string who(const Layer& l) { return l.class_name() + " \"" + l.name() + "\""; }
+
+std::string shorten(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
+
+Json shape_json(const Shape& s) {
+  Json dims = Json::array();
+  for (int64_t d : s.dims()) dims.push_back(d < 0 ? Json(nullptr) : Json(d));
+  return dims;
+}
+
+Json parse_object(const std::string& text, const std::string& what) {
+  Json c;
+  try {
+    c = Json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(what + ": config_json() returned text that is not JSON: " + e.what());
+  }
+  if (!c.is_object()) throw ValueError(what + ": config_json() must return a JSON object, got " + shorten(c.dump()));
+  return c;
+}
+
+Json input_config(const Symbol& input) {
+  Json c = layers::input_layer_config(input.shape().without_batch(), input.dtype());
+  c["name"] = input.node()->input_name;
+  return c;
+}
+
+// ---- writing ----
+
+Json sequential_config(const ModelGraph& m) {
+  Json list = Json::array();
+  list.push_back({{"class_name", "InputLayer"}, {"config", input_config(m.input)}});
+  std::set<const Layer*> seen;
+  for (const auto& call : m.calls) {
+    const Layer& layer = *call->layer;
+    if (!seen.insert(&layer).second)
+      throw ValueError("Sequential \"" + m.name + "\": calls " + who(layer) +
+                       " more than once; a saved Sequential is a list of distinct layers (share layers in a functional model)");
+    list.push_back({{"class_name", layer.class_name()}, {"config", parse_object(layer.config_json(), who(layer))}});
+  }
+  Json config{{"name", m.name}, {"trainable", true}, {"dtype", "float32"}};
+  config["layers"] = list;
+  config["build_input_shape"] = shape_json(m.input.shape());
+  return {{"class_name", "Sequential"}, {"config", config}};
+}
+
+Json functional_config(const ModelGraph& m) {
+  const std::string& input_name = m.input.node()->input_name;
+  std::map<std::string, std::string> names{{input_name, "the model's input"}};
+  for (const auto& layer : m.layers)
+    if (auto [it, fresh] = names.try_emplace(layer->name(), who(*layer)); !fresh)
+      throw ValueError("Model \"" + m.name + "\": " + who(*layer) + " and " + it->second + " have the same name; a saved " +
+                       "functional model records its connections by layer name, so the names must be unique");
+
+  // A layer's n-th call (in the model's call order) is its node n.
+  std::map<const Node*, int> node_index;
+  std::map<const Layer*, std::vector<const Node*>> nodes_of;
+  for (const auto& call : m.calls) {
+    auto& nodes = nodes_of[call->layer.get()];
+    node_index[call.get()] = static_cast<int>(nodes.size());
+    nodes.push_back(call.get());
+  }
+  auto history = [&](const Symbol& s) {
+    const Node* n = s.node().get();
+    return n->layer ? Json::array({n->layer->name(), node_index.at(n), 0}) : Json::array({n->input_name, 0, 0});
+  };
+  auto tensor = [&](const Symbol& s) {
+    Json config{{"shape", shape_json(s.shape())}, {"dtype", dtype_name(s.dtype())}};
+    config["keras_history"] = history(s);
+    return Json{{"class_name", "__keras_tensor__"}, {"config", config}};
+  };
+
+  Json list = Json::array();
+  list.push_back({{"class_name", "InputLayer"}, {"config", input_config(m.input)}, {"name", input_name}, {"inbound_nodes", Json::array()}});
+  for (const auto& layer : m.layers) {
+    Json nodes = Json::array();
+    for (const Node* n : nodes_of[layer.get()]) {
+      // One input is passed as itself, several as one list (Keras: Dense()(x), Add()([a, b])).
+      Json args = Json::array();
+      if (n->inputs.size() == 1) {
+        args.push_back(tensor(n->inputs[0]));
+      } else {
+        Json group = Json::array();
+        for (const Symbol& s : n->inputs) group.push_back(tensor(s));
+        args.push_back(group);
+      }
+      nodes.push_back({{"args", args}, {"kwargs", Json::object()}});
+    }
+    Json entry{{"class_name", layer->class_name()}};
+    entry["config"] = parse_object(layer->config_json(), who(*layer));
+    entry["name"] = layer->name();
+    entry["inbound_nodes"] = nodes;
+    list.push_back(entry);
+  }
+  Json config{{"name", m.name}, {"trainable", true}};
+  config["layers"] = list;
+  config["input_layers"] = Json::array({history(m.input)});
+  config["output_layers"] = Json::array({history(m.output)});
+  return {{"class_name", "Functional"}, {"config", config}};
+}
+
+// ---- reading ----
+
+const Json& member(const Json& object, const char* key, const std::string& where) {
+  if (!object.is_object()) throw ValueError(where + ": expected a JSON object, got " + shorten(object.dump()));
+  if (!object.contains(key)) throw ValueError(where + ": the key \"" + key + "\" is missing");
+  return object.at(key);
+}
+
+std::string string_member(const Json& object, const char* key, const std::string& where) {
+  const Json& v = member(object, key, where);
+  if (!v.is_string()) throw ValueError(where + ": \"" + key + "\" must be a string, got " + shorten(v.dump()));
+  return v.get<std::string>();
+}
+
+// A layer entry's config, with the entry's name filled in when the config has none.
+Json named_config(const Json& entry, const std::string& where) {
+  Json config = member(entry, "config", where);
+  if (!config.is_object()) throw ValueError(where + ": \"config\" must be a JSON object, got " + shorten(config.dump()));
+  if (!config.contains("name") && entry.contains("name")) config["name"] = entry.at("name");
+  return config;
+}
+
+std::unique_ptr<Model> sequential_from_config(const Json& config, const std::string& name) {
+  const Json& list = member(config, "layers", "Sequential config");
+  if (!list.is_array()) throw ValueError("Sequential config: \"layers\" must be a list");
+  std::vector<LayerRef> refs;
+  std::optional<Shape> shape;
+  DType dtype = DType::F32;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "Sequential config: layers[" + std::to_string(i) + "]";
+    const std::string cls = string_member(list[i], "class_name", where);
+    const Json layer_config = named_config(list[i], where);
+    if (cls == "InputLayer") {
+      if (i != 0) throw ValueError(where + ": an InputLayer must come first");
+      const ConfigReader reader(cls, layer_config);
+      shape = layers::input_layer_shape(reader);
+      dtype = layers::input_layer_dtype(reader);
+      continue;
+    }
+    try {
+      refs.emplace_back(layers::layer_from_config(cls, layer_config));
+    } catch (...) {
+      rethrow_with(where + ": ");
+    }
+  }
+  if (!shape && config.contains("build_input_shape") && !config.at("build_input_shape").is_null()) {
+    const ConfigReader reader("Sequential", Json{{"batch_shape", config.at("build_input_shape")}});
+    shape = layers::input_layer_shape(reader);
+  }
+  if (!shape) throw ValueError("Sequential config: the input shape is missing (no InputLayer and no build_input_shape)");
+  if (refs.empty()) throw ValueError("Sequential config: the model has no layers");
+  auto model = std::make_unique<Sequential>(std::move(refs), name);
+  model->build(*shape, dtype);
+  return model;
+}
+
+// One input of a recorded call: [layer name, node index, tensor index], and the shape it had.
+struct Ref {
+  std::string layer;
+  int node = 0;
+  std::optional<Shape> shape;
+  std::string str() const { return "[\"" + layer + "\", " + std::to_string(node) + ", 0]"; }
+};
+
+Ref history_ref(const Json& h, const std::string& where) {
+  if (!h.is_array() || h.size() < 3 || !h[0].is_string() || !h[1].is_number_integer() || !h[2].is_number_integer())
+    throw ValueError(where + ": expected a connection [layer name, node index, tensor index], got " + shorten(h.dump()));
+  if (h[2].get<int64_t>() != 0)
+    throw ValueError(where + ": " + shorten(h.dump()) + " refers to output " + std::to_string(h[2].get<int64_t>()) +
+                     " of a layer call; Tandem layers have one output");
+  return {h[0].get<std::string>(), h[1].get<int>(), std::nullopt};
+}
+
+Ref tensor_ref(const Json& t, const std::string& where) {
+  const Json& config = member(t, "config", where);
+  Ref r = history_ref(member(config, "keras_history", where), where);
+  if (config.contains("shape") && config.at("shape").is_array()) {
+    std::vector<int64_t> dims;
+    for (const Json& d : config.at("shape")) dims.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
+    r.shape = Shape(dims);
+  }
+  return r;
+}
+
+// The inputs of one call: Keras 3's {"args": [tensor | [tensor, ...], ...], "kwargs": {}} or Keras 2's
+// [[name, node, tensor, {kwargs}], ...].
+std::vector<Ref> node_refs(const Json& node, const std::string& where) {
+  std::vector<Ref> refs;
+  if (node.is_array()) {
+    for (const Json& h : node) refs.push_back(history_ref(h, where));
+  } else {
+    const Json& args = member(node, "args", where);
+    if (!args.is_array()) throw ValueError(where + ": \"args\" must be a list");
+    for (const Json& a : args) {
+      if (a.is_array()) {
+        for (const Json& t : a) refs.push_back(tensor_ref(t, where));
+      } else if (a.is_object() && a.contains("config") && a.at("config").is_object() && a.at("config").contains("keras_history")) {
+        refs.push_back(tensor_ref(a, where));
+      } else {
+        throw ValueError(where + ": unsupported call argument " + shorten(a.dump()) + " (Tandem layers take only tensors)");
+      }
+    }
+  }
+  if (refs.empty()) throw ValueError(where + ": a call without inputs");
+  return refs;
+}
+
+Ref single_endpoint(const Json& config, const char* key) {
+  const Json& v = member(config, key, "Functional config");
+  const std::string where = std::string("Functional config: ") + key;
+  // [[name, 0, 0]] or, for one endpoint, [name, 0, 0].
+  if (v.is_array() && !v.empty() && v[0].is_string()) return history_ref(v, where);
+  if (!v.is_array() || v.size() != 1)
+    throw ValueError(where + ": Tandem models have exactly one input and one output, got " + shorten(v.dump()));
+  return history_ref(v[0], where);
+}
+
+std::unique_ptr<Model> functional_from_config(const Json& config, const std::string& name) {
+  const Json& list = member(config, "layers", "Functional config");
+  if (!list.is_array()) throw ValueError("Functional config: \"layers\" must be a list");
+
+  struct Pending {
+    std::shared_ptr<Layer> layer;
+    std::string name, where;
+    int node;
+    std::vector<Ref> inputs;
+  };
+  std::map<std::pair<std::string, int>, Symbol> made;  // (layer name, node index) -> its output
+  std::map<std::string, int> node_counts;             // every entry's name -> its number of calls
+  std::set<std::string> input_layers;
+  std::vector<Pending> pending;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string where = "Functional config: layers[" + std::to_string(i) + "]";
+    const std::string cls = string_member(list[i], "class_name", where);
+    const Json layer_config = named_config(list[i], where);
+    const std::string entry_name = layer_config.contains("name") && layer_config.at("name").is_string()
+                                       ? layer_config.at("name").get<std::string>()
+                                       : std::string();
+    if (entry_name.empty()) throw ValueError(where + ": the layer has no name (a functional config connects layers by name)");
+    where += " (" + cls + " \"" + entry_name + "\")";
+    if (node_counts.count(entry_name)) throw ValueError(where + ": another layer has the same name");
+    if (cls == "InputLayer") {
+      const ConfigReader reader(cls, layer_config);
+      made[{entry_name, 0}] = Input(layers::input_layer_shape(reader), layers::input_layer_dtype(reader), entry_name);
+      node_counts[entry_name] = 1;
+      input_layers.insert(entry_name);
+      continue;
+    }
+    std::shared_ptr<Layer> layer;
+    try {
+      layer = layers::layer_from_config(cls, layer_config);
+    } catch (...) {
+      rethrow_with(where + ": ");
+    }
+    const Json empty = Json::array();
+    const Json& nodes = list[i].contains("inbound_nodes") ? list[i].at("inbound_nodes") : empty;
+    if (!nodes.is_array()) throw ValueError(where + ": \"inbound_nodes\" must be a list");
+    node_counts[entry_name] = static_cast<int>(nodes.size());
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      const std::string at = where + ", inbound_nodes[" + std::to_string(n) + "]";
+      pending.push_back({layer, entry_name, at, static_cast<int>(n), node_refs(nodes[n], at)});
+    }
+  }
+
+  // Calls run once all their inputs exist; the recorded order does not matter.
+  while (!pending.empty()) {
+    bool progress = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      const bool ready = std::all_of(it->inputs.begin(), it->inputs.end(), [&](const Ref& r) { return made.count({r.layer, r.node}); });
+      if (!ready) {
+        ++it;
+        continue;
+      }
+      std::vector<Symbol> xs;
+      for (const Ref& r : it->inputs) {
+        const Symbol& s = made.at({r.layer, r.node});
+        if (r.shape && *r.shape != s.shape())
+          throw ShapeError(it->where + ": the input " + r.str() + " was saved with shape " + r.shape->str() + ", but rebuilt with shape " +
+                           s.shape().str());
+        xs.push_back(s);
+      }
+      made[{it->name, it->node}] = (*it->layer)(xs);
+      it = pending.erase(it);
+      progress = true;
+    }
+    if (progress) continue;
+    const Pending& stuck = pending.front();
+    for (const Ref& r : stuck.inputs) {
+      const auto count = node_counts.find(r.layer);
+      if (count == node_counts.end())
+        throw ValueError(stuck.where + ": refers to a layer \"" + r.layer + "\" that the config does not list");
+      if (r.node < 0 || r.node >= count->second)
+        throw ValueError(stuck.where + ": refers to call " + std::to_string(r.node) + " of layer \"" + r.layer + "\", which has " +
+                         std::to_string(count->second) + " calls");
+    }
+    throw ValueError(stuck.where + ": the layer calls depend on each other in a cycle");
+  }
+
+  const Ref in = single_endpoint(config, "input_layers"), out = single_endpoint(config, "output_layers");
+  if (!input_layers.count(in.layer))
+    throw ValueError("Functional config: input_layers names \"" + in.layer + "\", which is not an InputLayer of the config");
+  if (input_layers.size() != 1)
+    throw ValueError("Functional config: Tandem models have one input, the config has " + std::to_string(input_layers.size()));
+  const auto output = made.find({out.layer, out.node});
+  if (output == made.end()) throw ValueError("Functional config: output_layers names " + out.str() + ", which no layer call makes");
+  return std::make_unique<Model>(made.at({in.layer, 0}), output->second, name);
+}
+
+// ---- compile settings ----
+
+struct ClassName {
+  const char* name;  // Tandem's
+  const char* cls;   // Keras's
+};
+constexpr ClassName kOptimizers[] = {{"sgd", "SGD"}, {"adam", "Adam"}, {"adamw", "AdamW"}, {"rmsprop", "RMSprop"}};
+constexpr ClassName kLosses[] = {{"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
+                                 {"categorical_crossentropy", "CategoricalCrossentropy"},
+                                 {"binary_crossentropy", "BinaryCrossentropy"},
+                                 {"mean_squared_error", "MeanSquaredError"},
+                                 {"mean_absolute_error", "MeanAbsoluteError"}};
+
+template <std::size_t N>
+std::string class_of(const ClassName (&table)[N], const std::string& name) {
+  for (const ClassName& c : table)
+    if (name == c.name) return c.cls;
+  return name;  // a custom class: saved under its own name, which load_model will not know
+}
+
+template <std::size_t N>
+std::string class_list(const ClassName (&table)[N]) {
+  std::string s;
+  for (const ClassName& c : table) s += (s.empty() ? "" : ", ") + std::string(c.cls);
+  return s;
+}
+
+OptimizerPtr optimizer_from(const Json& v) {
+  if (v.is_string()) return optimizers::get(v.get<std::string>());
+  const std::string cls = string_member(v, "class_name", "training_config: optimizer_config");
+  const Json empty = Json::object();
+  const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
+  for (const char* key : {"clipnorm", "clipvalue", "global_clipnorm"}) c.expect(key, nullptr);
+  c.expect("use_ema", false);
+  if (cls == "SGD") {
+    const optimizers::SGDOptions d;
+    return optimizers::SGD(c.number("learning_rate", 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov)});
+  }
+  if (cls == "Adam") {
+    c.expect("amsgrad", false);
+    const optimizers::AdamOptions d;
+    return optimizers::Adam(c.number("learning_rate", 0.001),
+                            {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon)});
+  }
+  if (cls == "AdamW") {
+    c.expect("amsgrad", false);
+    const optimizers::AdamWOptions d;
+    return optimizers::AdamW(c.number("learning_rate", 0.001), {c.number("weight_decay", d.weight_decay), c.number("beta_1", d.beta_1),
+                                                                c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon)});
+  }
+  if (cls == "RMSprop") {
+    c.expect("centered", false);
+    const optimizers::RMSpropOptions d;
+    return optimizers::RMSprop(c.number("learning_rate", 0.001),
+                               {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon)});
+  }
+  throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));
+}
+
+LossPtr loss_from(const Json& v) {
+  if (v.is_string()) return losses::get(v.get<std::string>());
+  const std::string cls = string_member(v, "class_name", "training_config: loss");
+  const Json empty = Json::object();
+  const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
+  c.expect("reduction", "sum_over_batch_size");
+  const losses::CrossentropyOptions o{.from_logits = c.boolean("from_logits", false)};
+  if (cls == "SparseCategoricalCrossentropy") return losses::SparseCategoricalCrossentropy(o);
+  if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(o);
+  if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(o);
+  if (cls == "MeanSquaredError") return losses::MeanSquaredError();
+  if (cls == "MeanAbsoluteError") return losses::MeanAbsoluteError();
+  throw ValueError("training_config: unknown loss class \"" + cls + "\"; expected one of " + class_list(kLosses));
+}
+
+}  // namespace
+
+void rethrow_with(const std::string& prefix) {
+  try {
+    throw;
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefix + e.what());
+  } catch (const ValueError& e) {
+    throw ValueError(prefix + e.what());
+  } catch (const Error& e) {
+    throw Error(prefix + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(prefix + "malformed config: " + e.what());
+  }
+}
+
+Json model_config(const ModelGraph& model) {
+  if (!model.input.node() || !model.output.node()) throw ValueError("Model \"" + model.name + "\": the model is not built");
+  return model.class_name == "Sequential" ? sequential_config(model) : functional_config(model);
+}
+
+std::unique_ptr<Model> model_from_config(const Json& json) {
+  const std::string cls = string_member(json, "class_name", "model_config");
+  const Json& config = member(json, "config", "model_config");
+  if (!config.is_object()) throw ValueError("model_config: \"config\" must be a JSON object");
+  const std::string name = config.contains("name") ? string_member(config, "name", "model_config") : std::string();
+  if (cls == "Sequential") return sequential_from_config(config, name);
+  if (cls == "Functional" || cls == "Model") return functional_from_config(config, name);
+  throw ValueError("model_config: unknown model class \"" + cls + "\"; expected Sequential or Functional");
+}
+
+Json compile_config(const CompileSettings& s) {
+  const Json optimizer = parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\"");
+  const Json loss = parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\"");
+  Json config{{"loss", {{"class_name", class_of(kLosses, s.loss->name())}, {"config", loss}}}};
+  config["metrics"] = s.metrics;
+  config["loss_weights"] = nullptr;
+  config["weighted_metrics"] = nullptr;
+  config["optimizer_config"] = {{"class_name", class_of(kOptimizers, s.optimizer->name())}, {"config", optimizer}};
+  return config;
+}
+
+CompileSettings compile_from_config(const Json& config) {
+  CompileSettings s;
+  s.optimizer = optimizer_from(member(config, "optimizer_config", "training_config"));
+  s.loss = loss_from(member(config, "loss", "training_config"));
+  if (config.contains("metrics") && !config.at("metrics").is_null()) {
+    const Json& metrics = config.at("metrics");
+    if (!metrics.is_array()) throw ValueError("training_config: \"metrics\" must be a list of names");
+    for (const Json& m : metrics) {
+      if (!m.is_string()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(metrics.dump()));
+      s.metrics.push_back(m.get<std::string>());
+    }
+  }
+  return s;
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,51 @@
+// Model configs: a model's architecture and compile settings as JSON in Keras's shape (what
+// Model::save stores in its file's model_config and training_config attributes), and the rebuilding
+// of a model from them (load_model).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/symbol.h"
+#include "tandem/model.h"
+
+namespace tandem::detail {
+
+using Json = nlohmann::ordered_json;
+
+// A model's structure as Model::save sees it (Model::Impl's fields).
+struct ModelGraph {
+  std::string name;
+  std::string class_name;  // "Sequential" or "Functional"
+  Symbol input, output;
+  std::vector<std::shared_ptr<Symbol::Node>> calls;  // layer calls, inputs before the calls that use them
+  std::vector<std::shared_ptr<Layer>> layers;       // each layer once, in Keras's order (Model.layers)
+};
+
+// {"class_name": "Sequential" | "Functional", "config": {"name", "layers": [...], ...}}. Throws
+// ValueError if a layer has no config, or (functional) two layers share a name.
+Json model_config(const ModelGraph& model);
+
+// A new model built from such a config: every layer made from its class and config, connected as
+// recorded (weights freshly initialised; not compiled). Throws ValueError/ShapeError naming the
+// entry for unknown classes, bad or missing keys, dangling connections and shape mismatches.
+std::unique_ptr<Model> model_from_config(const Json& config);
+
+struct CompileSettings {
+  OptimizerPtr optimizer;
+  LossPtr loss;
+  std::vector<std::string> metrics;
+};
+
+// {"loss": {"class_name", "config"}, "metrics": [...], "loss_weights": null, "weighted_metrics": null,
+//  "optimizer_config": {"class_name", "config"}}, as Keras's legacy h5 files hold it.
+Json compile_config(const CompileSettings& settings);
+CompileSettings compile_from_config(const Json& config);
+
+// Inside a catch block: rethrows the exception with `prefix` before its message, keeping its type
+// (a JSON library error becomes a ValueError).
+[[noreturn]] void rethrow_with(const std::string& prefix);
+
+}  // namespace tandem::detail
