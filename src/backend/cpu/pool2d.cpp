@@ -77,15 +77,25 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
           for (int64_t ox = 0; ox < w.ow; ++ox) {
             const Span s(w, oy, ox);
             const T* g = dy + ((n * w.oh + oy) * w.ow + ox) * w.c;
-            for (int64_t c = 0; c < w.c; ++c) {
-              // Strictly greater: on ties the earlier element (row-major in the window) keeps it.
-              int64_t best = (s.y0 * w.w + s.x0) * w.c + c;
+            // Channels in blocks, contiguous in memory: the comparisons vectorise and do not branch.
+            // Strictly greater: on ties the earlier element (row-major in the window) keeps it.
+            constexpr int64_t kBlock = 64;
+            for (int64_t c0 = 0; c0 < w.c; c0 += kBlock) {
+              const int64_t cn = std::min(kBlock, w.c - c0);
+              T best[kBlock];
+              int64_t at[kBlock];
+              const int64_t first = (s.y0 * w.w + s.x0) * w.c + c0;
+              for (int64_t c = 0; c < cn; ++c) best[c] = img[first + c], at[c] = first + c;
               for (int64_t iy = s.y0; iy < s.y1; ++iy)
                 for (int64_t ix = s.x0; ix < s.x1; ++ix) {
-                  const int64_t i = (iy * w.w + ix) * w.c + c;
-                  if (img[i] > img[best]) best = i;
+                  const int64_t base = (iy * w.w + ix) * w.c + c0;
+                  for (int64_t c = 0; c < cn; ++c) {
+                    const bool better = img[base + c] > best[c];
+                    best[c] = better ? img[base + c] : best[c];
+                    at[c] = better ? base + c : at[c];
+                  }
                 }
-              dimg[best] += g[c];
+              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += g[c0 + c];
             }
           }
       }
