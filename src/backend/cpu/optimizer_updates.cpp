@@ -52,17 +52,19 @@ KernelFn make_adam(const KernelInit& k) {
     const T decay = static_cast<T>(lr) * wd;
     const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
     ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
-      // Distinct buffers: restrict lets the loop vectorise.
+      // Distinct buffers (restrict) and constants copied into locals: captured by reference,
+      // GCC reloads them every element and leaves the loop scalar.
+      const T k_alpha = alpha, k_c1 = c1, k_c2 = c2, k_eps = eps, k_decay = decay;
       T* __restrict w = a.w;
       const T* __restrict g = a.g;
       T* __restrict mm = m;
       T* __restrict vv = v;
       if (wd != T(0))  // AdamW: decoupled decay before the step
-        for (int64_t i = s; i < e; ++i) w[i] -= w[i] * decay;
+        for (int64_t i = s; i < e; ++i) w[i] -= w[i] * k_decay;
       for (int64_t i = s; i < e; ++i) {
-        mm[i] += (g[i] - mm[i]) * c1;
-        vv[i] += (g[i] * g[i] - vv[i]) * c2;
-        w[i] -= alpha * mm[i] / (std::sqrt(vv[i]) + eps);
+        mm[i] += (g[i] - mm[i]) * k_c1;
+        vv[i] += (g[i] * g[i] - vv[i]) * k_c2;
+        w[i] -= k_alpha * mm[i] / (std::sqrt(vv[i]) + k_eps);
       }
     });
   };
