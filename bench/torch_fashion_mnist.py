@@ -8,7 +8,7 @@ of it given by --epochs-fraction) and reports timed samples / elapsed seconds.
 
 Run with the Debian system interpreter (/usr/bin/python3), which provides
 torch 1.13. For PyTorch's fastest configuration on a 2-core machine, see
-bench/run_mlp_benchmark.sh.
+bench/run_benchmark.sh.
 """
 
 import argparse

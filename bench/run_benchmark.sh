@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
-# Side-by-side Fashion-MNIST CNN training throughput: Tandem vs PyTorch.
+# Side-by-side Fashion-MNIST training throughput: Tandem vs PyTorch, for the MLP or the CNN.
 #
-# Usage: bench/run_cnn_benchmark.sh PATH/TO/TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F]
+# Usage: bench/run_benchmark.sh mlp|cnn PATH/TO/TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F]
 #
-# Runs PyTorch in its fastest configuration for this CNN (two OpenMP threads,
-# OpenBLAS single-threaded so that two thread pools do not fight over two
-# cores, OpenBLAS free to pick its AVX-512 kernel, glibc malloc kept from
-# unmapping and re-faulting large activations every step), then the Tandem
-# binary under the same environment, and prints a markdown table. A full
-# CNN epoch takes PyTorch ~10 s per batch size; --quick times a tenth of the
-# epoch for both (--epochs-fraction F picks another fraction). Repeat runs on
-# a shared VM vary; compare the ratio, and run on an otherwise idle machine.
+# Runs PyTorch in its fastest configuration for the model on this machine — MLP: one thread;
+# CNN: two OpenMP threads with OpenBLAS single-threaded, so two thread pools do not fight over two
+# cores — with OpenBLAS free to pick its AVX-512 kernel and glibc malloc kept from unmapping and
+# re-faulting large buffers every step; then the Tandem binary under the same environment; and
+# prints a markdown table. --quick times a fraction of the epoch for both (MLP a quarter, CNN a
+# tenth; --epochs-fraction F picks another). Repeat runs on a shared VM vary; compare the ratio,
+# and run on an otherwise idle machine.
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F]" >&2
+    echo "usage: $0 mlp|cnn TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F]" >&2
     exit 2
 }
+
+MODEL="${1:-}"
+case "$MODEL" in
+    mlp) TORCH_THREADS=1; QUICK_FRACTION=0.25 ;;
+    cnn) TORCH_THREADS=2; QUICK_FRACTION=0.1 ;;
+    *) usage ;;
+esac
+shift
 
 TANDEM_BIN=""
 FRACTION=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        --quick) FRACTION=0.1 ;;
+        --quick) FRACTION=$QUICK_FRACTION ;;
         --epochs-fraction)
             [[ $# -ge 2 ]] || usage
             FRACTION="$2"
@@ -32,7 +39,7 @@ while [[ $# -gt 0 ]]; do
         -h|--help) usage ;;
         -*) echo "unknown option: $1" >&2; usage ;;
         *)
-            if [[ -n "$TANDEM_BIN" ]]; then usage; fi
+            [[ -z "$TANDEM_BIN" ]] || usage
             TANDEM_BIN="$1"
             ;;
     esac
@@ -47,18 +54,17 @@ fi
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY=/usr/bin/python3
 BATCHES=32,128,512
-TORCH_THREADS=2
 
 EXTRA=()
 if [[ -n "$FRACTION" ]]; then
     EXTRA=(--epochs-fraction "$FRACTION")
 fi
 
-# Shared benchmark environment: no forced OpenBLAS core type / L2 size,
-# OpenBLAS single-threaded (PyTorch's OpenMP pool owns the cores), and large
-# allocations stay mapped between steps.
+# Shared benchmark environment: no forced OpenBLAS core type / L2 size, and large allocations stay
+# mapped between steps. For the CNN, OpenBLAS is single-threaded: PyTorch's OpenMP pool owns the
+# cores (the MLP's single PyTorch thread does better with OpenBLAS left free).
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
-export OPENBLAS_NUM_THREADS=1
+if [[ "$MODEL" == cnn ]]; then export OPENBLAS_NUM_THREADS=1; fi
 export MALLOC_MMAP_THRESHOLD_=1073741824
 export MALLOC_TRIM_THRESHOLD_=4294967296
 
@@ -67,15 +73,15 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo "Running PyTorch ($TORCH_THREADS threads)..." >&2
-"$PY" "$HERE/torch_fashion_mnist.py" --model cnn --batch-sizes "$BATCHES" \
+"$PY" "$HERE/torch_fashion_mnist.py" --model "$MODEL" --batch-sizes "$BATCHES" \
     --threads "$TORCH_THREADS" --json ${EXTRA[@]+"${EXTRA[@]}"} > "$TMP/torch.jsonl"
 
 echo "Running Tandem ($TANDEM_BIN)..." >&2
-"$TANDEM_BIN" --model cnn --batch-sizes "$BATCHES" --json \
+"$TANDEM_BIN" --model "$MODEL" --batch-sizes "$BATCHES" --json \
     ${EXTRA[@]+"${EXTRA[@]}"} > "$TMP/tandem.jsonl"
 echo "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-"$PY" - "$TMP/tandem.jsonl" "$TMP/torch.jsonl" <<'PYEOF'
+"$PY" - "$MODEL" "$TMP/tandem.jsonl" "$TMP/torch.jsonl" <<'PYEOF'
 import json
 import sys
 
@@ -88,13 +94,14 @@ def load(path, peer):
             if not line.startswith("{"):
                 continue  # tolerate non-JSON log lines
             rec = json.loads(line)
-            if rec.get("peer") == peer and rec.get("model") == "cnn":
+            if rec.get("peer") == peer and rec.get("model") == MODEL:
                 rates[int(rec["batch"])] = float(rec["samples_per_s"])
     return rates
 
 
-tandem = load(sys.argv[1], "tandem")
-torch = load(sys.argv[2], "pytorch")
+MODEL = sys.argv[1]
+tandem = load(sys.argv[2], "tandem")
+torch = load(sys.argv[3], "pytorch")
 
 
 def fmt(v):
