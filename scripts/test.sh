@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds Tandem and runs the whole test suite: once optimised, once
-# under AddressSanitizer and UndefinedBehaviorSanitizer. Exits non-zero on any failure.
+# Installs what is missing, builds Tandem and runs the whole test suite three times: optimised,
+# under AddressSanitizer and UndefinedBehaviorSanitizer, and under ThreadSanitizer. Exits non-zero
+# on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -10,3 +11,9 @@ ctest --test-dir build --output-on-failure -j2
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTANDEM_SANITIZE=ON >/dev/null
 cmake --build build-asan -j2
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j2
+# ThreadSanitizer: every test starts threads (device workers, pools, communication, prefetch).
+# No suppressions: a report fails the test. The pool stress runs fewer jobs (TSan is ~10x slower).
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DTANDEM_TSAN=ON >/dev/null
+cmake --build build-tsan -j2
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" TANDEM_STRESS_JOBS=10000 \
+  ctest --test-dir build-tsan --output-on-failure -j2

@@ -23,4 +23,11 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// A wait of the runtime outlived the watchdog's limit (see tandem/watchdog.h): a device did not
+// finish its step, a collective did not finish, a batch was not gathered.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace tandem

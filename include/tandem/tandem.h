@@ -12,3 +12,4 @@
 #include "tandem/optimizers.h"
 #include "tandem/saving.h"
 #include "tandem/tensor.h"
+#include "tandem/watchdog.h"

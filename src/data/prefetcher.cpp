@@ -1,81 +1,66 @@
 #include "data/prefetcher.h"
 
+#include <string>
+
+#include "tandem/errors.h"
+#include "tandem/watchdog.h"
+
 namespace tandem::data {
 
+namespace {
+constexpr auto kWaitSpin = std::chrono::microseconds(20);
+}  // namespace
+
 Prefetcher::Prefetcher(const Batcher& batches, std::size_t x_row, std::size_t y_row)
-    : batches_(batches), x_row_(x_row), y_row_(y_row) {
+    : batches_(batches), y_row_(y_row), thread_(2, core::Clock::duration::zero()) {
   const auto rows = static_cast<std::size_t>(batches.num_batches() ? batches.batch_rows(0) : 0);
-  for (Slot& s : slots_) s.x.resize(rows * x_row_), s.y.resize(rows * y_row_);  // once, for the largest batch
-  thread_ = std::thread([this] { loop(); });
+  for (Slot& s : slots_) {
+    s.x.resize(rows * x_row), s.y.resize(rows * y_row);  // once, for the largest batch
+    // Reads s.batch, which gather_into writes before posting.
+    s.gather = [this, &s] { batches_.gather(s.batch, s.x.data(), y_row_ ? s.y.data() : nullptr); };
+  }
 }
 
-Prefetcher::~Prefetcher() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+void Prefetcher::gather_into(Slot& slot, int64_t b) {
+  slot.batch = b;
+  slot.ticket = thread_.post(slot.gather);
 }
 
 void Prefetcher::start_epoch() {
-  std::lock_guard lock(mutex_);
+  if (thread_.posted() > 0) {  // an abandoned epoch may have left a gather running
+    const uint64_t last = thread_.posted() - 1;
+    try {
+      if (!thread_.wait(last, core::Clock::now() + watchdog_timeout()))
+        throw TimeoutError("watchdog: the prefetch thread did not finish the previous epoch's gathers within " +
+                           std::to_string(watchdog_timeout().count()) + " ms");
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (...) {  // the failed gather of an abandoned epoch was reported then
+    }
+  }
   for (int i = 0; i < 2; ++i) {
     slots_[i].batch = -1;
-    slots_[i].wanted = i < batches_.num_batches() ? i : -1;
-  }
-  cv_.notify_all();
-}
-
-void Prefetcher::loop() {
-  for (;;) {
-    int slot = -1;
-    int64_t b = -1;
-    {
-      std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return stop_ || slots_[0].wanted >= 0 || slots_[1].wanted >= 0; });
-      if (stop_) return;
-      slot = slots_[0].wanted >= 0 && (slots_[1].wanted < 0 || slots_[0].wanted < slots_[1].wanted) ? 0 : 1;
-      b = slots_[slot].wanted;
-    }
-    std::exception_ptr error;
-    try {
-      batches_.gather(b, slots_[slot].x.data(), y_row_ ? slots_[slot].y.data() : nullptr);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard lock(mutex_);
-      if (error) error_ = error;
-      if (slots_[slot].wanted == b) slots_[slot].wanted = -1, slots_[slot].batch = b;
-    }
-    cv_.notify_all();
+    if (i < batches_.num_batches()) gather_into(slots_[i], i);
   }
 }
 
-void Prefetcher::wait_ready(int64_t b) {
-  std::unique_lock lock(mutex_);
+Prefetcher::Slot& Prefetcher::ready(int64_t b) {
   Slot& s = slots_[b % 2];
-  cv_.wait(lock, [&] { return s.batch == b || error_; });
-  if (error_) std::rethrow_exception(error_);
+  if (s.batch != b) throw Error("internal: batch " + std::to_string(b) + " was never asked of the prefetcher");
+  if (!thread_.wait(s.ticket, core::Clock::now() + watchdog_timeout(), kWaitSpin))
+    throw TimeoutError("watchdog: the prefetch thread did not gather batch " + std::to_string(b) + " within " +
+                       std::to_string(watchdog_timeout().count()) + " ms");
+  return s;
 }
 
-const std::byte* Prefetcher::x(int64_t b) {
-  wait_ready(b);
-  return slots_[b % 2].x.data();
-}
+const std::byte* Prefetcher::x(int64_t b) { return ready(b).x.data(); }
 
-const std::byte* Prefetcher::y(int64_t b) {
-  wait_ready(b);
-  return slots_[b % 2].y.data();
-}
+const std::byte* Prefetcher::y(int64_t b) { return ready(b).y.data(); }
 
 void Prefetcher::release(int64_t b) {
-  std::lock_guard lock(mutex_);
   Slot& s = slots_[b % 2];
   s.batch = -1;
-  s.wanted = b + 2 < batches_.num_batches() ? b + 2 : -1;
-  cv_.notify_all();
+  if (b + 2 < batches_.num_batches()) gather_into(s, b + 2);
 }
 
 }  // namespace tandem::data

@@ -2,84 +2,67 @@
 
 #include "runtime/tracer.h"
 #include "tandem/errors.h"
+#include "tandem/watchdog.h"
 
 namespace tandem::runtime {
 
-CommWorker::CommWorker(Tracer* tracer, int track) : tracer_(tracer), track_(track), thread_([this] { loop(); }) {}
+namespace {
+// The device thread waits this long for a collective before it sleeps.
+constexpr auto kWaitSpin = std::chrono::microseconds(20);
+}  // namespace
 
-CommWorker::~CommWorker() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
+CommWorker::CommWorker(std::string device, Tracer* tracer, int track) : device_(std::move(device)), tracer_(tracer), track_(track) {}
+
+CommWorker::~CommWorker() = default;
 
 int CommWorker::add_slot(std::function<void()> work, std::string label) {
-  std::lock_guard lock(mutex_);
-  slots_.push_back({std::move(work), std::move(label), false, nullptr});
-  queue_.resize(slots_.size());
-  return static_cast<int>(slots_.size()) - 1;
+  if (thread_) throw Error("internal: a communication slot added after the first collective started");
+  const int index = static_cast<int>(slots_.size());
+  slots_.push_back({[this, work = std::move(work), index] {
+                      const double t0 = tracer_ ? tracer_->now() : 0;
+                      work();  // a throw skips the trace record: the step is abandoned anyway
+                      if (tracer_) tracer_->record(track_, slots_[static_cast<std::size_t>(index)].label.c_str(), t0, tracer_->now());
+                    },
+                    std::move(label)});
+  return index;
 }
 
 void CommWorker::start(int slot) {
-  {
-    std::lock_guard lock(mutex_);
-    if (queued_ == queue_.size()) throw Error("internal: communication slot started twice without a wait");
-    slots_[static_cast<std::size_t>(slot)].done = false;
-    slots_[static_cast<std::size_t>(slot)].error = nullptr;  // left over from an abandoned step
-    queue_[tail_] = slot;
-    tail_ = (tail_ + 1) % queue_.size();
-    ++queued_;
+  if (!thread_) {
+    thread_ = std::make_unique<core::TaskThread>(static_cast<int>(slots_.size()), core::Clock::duration::zero());
+    slot_of_ticket_.assign(slots_.size(), 0);
   }
-  cv_.notify_all();
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  s.ticket = thread_->post(s.run);
+  slot_of_ticket_[s.ticket % slot_of_ticket_.size()] = static_cast<uint64_t>(slot);
+}
+
+void CommWorker::timed_out(uint64_t ticket) const {
+  // The collective still running is the oldest unfinished one.
+  uint64_t running = ticket;
+  while (running > 0 && !thread_->finished(running - 1)) --running;
+  const Slot& s = slots_[static_cast<std::size_t>(slot_of_ticket_[running % slot_of_ticket_.size()])];
+  throw TimeoutError("watchdog: " + device_ + " communication thread did not finish " + s.label + " within " +
+                     std::to_string(watchdog_timeout().count()) + " ms");
 }
 
 void CommWorker::wait(int slot) {
-  std::unique_lock lock(mutex_);
-  Slot& s = slots_[static_cast<std::size_t>(slot)];
-  cv_.wait(lock, [&] { return s.done; });  // the collective itself times out, never this wait
-  if (s.error) {
-    std::exception_ptr e = s.error;
-    s.error = nullptr;
-    std::rethrow_exception(e);
-  }
+  const uint64_t ticket = slots_[static_cast<std::size_t>(slot)].ticket;
+  if (!thread_->wait(ticket, core::Clock::now() + watchdog_timeout(), kWaitSpin)) timed_out(ticket);
 }
 
 void CommWorker::drain() {
-  std::unique_lock lock(mutex_);
-  cv_.wait(lock, [&] { return queued_ == 0 && !busy_; });
-}
-
-void CommWorker::loop() {
+  if (!thread_ || thread_->posted() == 0) return;
+  const uint64_t last = thread_->posted() - 1;
+  const auto deadline = core::Clock::now() + watchdog_timeout();
   for (;;) {
-    int slot;
-    {
-      std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return stop_ || queued_ > 0; });
-      if (stop_) return;
-      slot = queue_[head_];
-      head_ = (head_ + 1) % queue_.size();
-      --queued_;
-      busy_ = true;
-    }
-    Slot& s = slots_[static_cast<std::size_t>(slot)];
-    const double t0 = tracer_ ? tracer_->now() : 0;
-    std::exception_ptr error;
     try {
-      s.work();
-    } catch (...) {
-      error = std::current_exception();
+      if (!thread_->wait(last, deadline)) timed_out(last);
+      return;
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (...) {  // a failed collective: the step is being abandoned, its cause reported elsewhere
     }
-    if (tracer_) tracer_->record(track_, s.label.c_str(), t0, tracer_->now());
-    {
-      std::lock_guard lock(mutex_);
-      s.error = error;
-      s.done = true;
-      busy_ = false;
-    }
-    cv_.notify_all();
   }
 }
 

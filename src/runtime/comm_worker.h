@@ -3,12 +3,13 @@
 // waiting allocate nothing.
 #pragma once
 
-#include <condition_variable>
-#include <exception>
+#include <cstdint>
 #include <functional>
-#include <mutex>
-#include <thread>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include "core/task_thread.h"
 
 namespace tandem::runtime {
 
@@ -16,34 +17,33 @@ class Tracer;
 
 class CommWorker {
  public:
-  CommWorker(Tracer* tracer, int track);
+  CommWorker(std::string device, Tracer* tracer, int track);
   ~CommWorker();
   CommWorker(const CommWorker&) = delete;
   CommWorker& operator=(const CommWorker&) = delete;
 
-  int add_slot(std::function<void()> work, std::string label);  // at bind time
+  int add_slot(std::function<void()> work, std::string label);  // at bind time, before any start
   void start(int slot);
-  void wait(int slot);  // rethrows what the collective threw (a timeout, say)
-  void drain();         // waits until every started collective has finished (after a failure)
+  // Rethrows what the collective threw (its own timeout, say); raises TimeoutError naming the
+  // device and the collective when it has not finished within the watchdog's limit.
+  void wait(int slot);
+  // Waits until every started collective has finished (after a failure), dropping their errors;
+  // raises TimeoutError like wait().
+  void drain();
 
  private:
-  void loop();
   struct Slot {
-    std::function<void()> work;
+    std::function<void()> run;  // the collective, traced
     std::string label;
-    bool done = false;
-    std::exception_ptr error;
+    uint64_t ticket = 0;
   };
-  std::vector<Slot> slots_;
-  std::vector<int> queue_;  // ring buffer of started slots
-  std::size_t head_ = 0, tail_ = 0, queued_ = 0;
-  bool stop_ = false;
-  bool busy_ = false;
-  std::mutex mutex_;
-  std::condition_variable cv_;
+  [[noreturn]] void timed_out(uint64_t ticket) const;
+  std::string device_;
   Tracer* tracer_;
   int track_;
-  std::thread thread_;
+  std::vector<Slot> slots_;
+  std::vector<uint64_t> slot_of_ticket_;  // ring: which slot each unfinished ticket runs, for errors
+  std::unique_ptr<core::TaskThread> thread_;  // made at the first start, once the slots are known
 };
 
 }  // namespace tandem::runtime

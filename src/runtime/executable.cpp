@@ -1,21 +1,33 @@
 #include "runtime/executable.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/denormals.h"
 #include "distribute/comm/communicator.h"
 #include "runtime/comm_context.h"
-#include "runtime/device_workers.h"
 #include "tandem/errors.h"
+#include "tandem/watchdog.h"
 
 namespace tandem::runtime {
+
+namespace {
+// A device worker spins this long for its next step before it sleeps: the caller posts steps a
+// few microseconds apart. The caller itself sleeps soon: on two cores its spinning would slow
+// the workers it waits for.
+constexpr auto kIdleSpin = std::chrono::microseconds(200);
+constexpr auto kWaitSpin = std::chrono::microseconds(5);
+}  // namespace
 
 struct Executable::Bound {
   std::unique_ptr<std::byte[], void (*)(void*)> arena{nullptr, nullptr};
   std::vector<std::vector<void*>> pointers;  // [node][output]
   std::vector<std::vector<backend::KernelFn>> blocks;
   std::vector<std::vector<const char*>> names;  // op of each kernel, for traces
+  std::vector<const graph::Node*> kernel_nodes;   // every kernel's node, in block order
+  std::vector<int> block_start;                   // index in kernel_nodes of each block's first
+  std::atomic<int> current{-1};                   // the kernel running now, for the watchdog
   std::unique_ptr<CommWorker> comm_worker;
   CommContext comm;
 };
@@ -38,7 +50,7 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
     if (!b->arena) throw Error("cannot allocate a " + std::to_string(bytes) + "-byte arena for " + prog.device);
     std::memset(b->arena.get(), 0, bytes);  // touch every page now, not in the first step
     if (comm_) {
-      b->comm_worker = std::make_unique<CommWorker>(&tracer_, static_cast<int>(2 * p + 1));
+      b->comm_worker = std::make_unique<CommWorker>(prog.device, &tracer_, static_cast<int>(2 * p + 1));
       b->comm = {comm_.get(), static_cast<int>(p), b->comm_worker.get(), {}};
     }
     b->pointers.resize(static_cast<std::size_t>(g.size()));
@@ -56,6 +68,7 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
         }
       }
     for (const compile::Block& block : prog.blocks) {
+      b->block_start.push_back(static_cast<int>(b->kernel_nodes.size()));
       std::vector<backend::KernelFn> fns;
       std::vector<const char*> names;
       for (int id : block.nodes) {
@@ -70,6 +83,7 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
         if (auto fn = factory(init)) {
           fns.push_back(std::move(fn));
           names.push_back(n.op.c_str());
+          b->kernel_nodes.push_back(&n);
         }
       }
       b->blocks.push_back(std::move(fns));
@@ -77,7 +91,11 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
     }
     bound_.push_back(std::move(b));
   }
-  if (bound_.size() > 1) workers_ = std::make_unique<DeviceWorkers>(static_cast<int>(bound_.size()) - 1);
+  for (std::size_t p = 0; p < bound_.size(); ++p) {
+    device_steps_.push_back([this, p] { run_guarded(static_cast<int>(p)); });
+    device_workers_.push_back(std::make_unique<core::TaskThread>(1, kIdleSpin));
+  }
+  tickets_.resize(bound_.size());
 }
 
 Executable::~Executable() = default;
@@ -106,17 +124,23 @@ void Executable::run_program(int p) {
   const bool tracing = tracer_.enabled();
   for (const compile::Action& a : plan_->schedule[static_cast<std::size_t>(p)]) {
     auto& fns = b.blocks[static_cast<std::size_t>(a.block)];
+    const int first = b.block_start[static_cast<std::size_t>(a.block)];
     if (!tracing) {
-      for (auto& fn : fns) fn();
+      for (std::size_t i = 0; i < fns.size(); ++i) {
+        b.current.store(first + static_cast<int>(i), std::memory_order_relaxed);
+        fns[i]();
+      }
       continue;
     }
     const auto& names = b.names[static_cast<std::size_t>(a.block)];
     for (std::size_t i = 0; i < fns.size(); ++i) {
+      b.current.store(first + static_cast<int>(i), std::memory_order_relaxed);
       const double t0 = tracer_.now();
       fns[i]();
       tracer_.record(2 * p, names[i], t0, tracer_.now());
     }
   }
+  b.current.store(-1, std::memory_order_relaxed);
 }
 
 void Executable::run_guarded(int p) {
@@ -141,20 +165,61 @@ void Executable::run_guarded(int p) {
   }
 }
 
+std::string Executable::describe_running(int p) const {
+  const Bound& b = *bound_[static_cast<std::size_t>(p)];
+  const std::string& device = plan_->programs[static_cast<std::size_t>(p)].device;
+  const int k = b.current.load(std::memory_order_relaxed);
+  if (k < 0) return device + " has not started or has just finished its step";
+  const graph::Node& n = *b.kernel_nodes[static_cast<std::size_t>(k)];
+  return device + " is in kernel '" + n.op + "'" + (n.scope.empty() ? "" : " of '" + n.scope + "'") + " (kernel " +
+         std::to_string(k + 1) + " of " + std::to_string(b.kernel_nodes.size()) + ")";
+}
+
+std::string Executable::wait_for_devices(std::exception_ptr& first_error) {
+  const auto deadline = core::Clock::now() + watchdog_timeout();
+  std::string running;
+  for (std::size_t p = 0; p < device_workers_.size(); ++p) {
+    try {
+      if (!device_workers_[p]->wait(tickets_[p], deadline, kWaitSpin))
+        running += (running.empty() ? "" : "; ") + describe_running(static_cast<int>(p));
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  return running;
+}
+
 void Executable::run() {
-  if (!workers_) return run_program(0);
-  root_error_ = nullptr;
-  try {
-    workers_->run([this](int worker) { run_guarded(worker + 1); }, [this] { run_guarded(0); });
-  } catch (...) {
-    // Abandon the step: let every communication thread finish what it was given (the aborted
-    // communicator fails it at once), make the communicator usable again, report the cause.
+  const auto limit = std::to_string(watchdog_timeout().count()) + " ms";
+  if (abandoned_) {  // the step that outlived the watchdog must end before this one starts
+    std::exception_ptr ignored;  // its errors were consequences of the stall
+    const std::string running = wait_for_devices(ignored);
+    if (!running.empty()) throw TimeoutError("watchdog: a step abandoned earlier has still not finished within " + limit + ": " + running);
     for (auto& b : bound_)
       if (b->comm_worker) b->comm_worker->drain();
     if (comm_) comm_->reset();
-    if (root_error_) std::rethrow_exception(root_error_);
-    throw;
+    abandoned_ = false;
   }
+  root_error_ = nullptr;
+  for (std::size_t p = 0; p < device_workers_.size(); ++p) tickets_[p] = device_workers_[p]->post(device_steps_[p]);
+  std::exception_ptr first_error;
+  const std::string running = wait_for_devices(first_error);
+  if (!running.empty()) {
+    // Like NCCL's watchdog: abort the communicator so the devices blocked in a collective on
+    // the stalled one return, and report what the stalled ones are doing.
+    abandoned_ = true;
+    const std::string what = "watchdog: the step did not finish within " + limit + ": " + running;
+    if (comm_) comm_->abort(what);
+    throw TimeoutError(what);
+  }
+  if (!first_error) return;
+  // Abandon the step: let every communication thread finish what it was given (the aborted
+  // communicator fails it at once), make the communicator usable again, report the cause.
+  for (auto& b : bound_)
+    if (b->comm_worker) b->comm_worker->drain();
+  if (comm_) comm_->reset();
+  if (root_error_) std::rethrow_exception(root_error_);
+  std::rethrow_exception(first_error);
 }
 
 }  // namespace tandem::runtime

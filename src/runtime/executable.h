@@ -1,6 +1,7 @@
 // A Plan bound to memory and devices: every kernel resolved to a closure over fixed addresses.
 // run() executes one step — each program on its own device worker, communication on each
-// device's communication thread — with no allocation, lookups or string work.
+// device's communication thread — with no allocation, lookups or string work. The calling thread
+// waits for the device workers under the watchdog (tandem/watchdog.h).
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 
 #include "backend/kernel_registry.h"
 #include "compile/plan.h"
+#include "core/task_thread.h"
 #include "runtime/tracer.h"
 
 namespace tandem::distribute::comm {
@@ -20,7 +22,6 @@ class Communicator;
 
 namespace tandem::runtime {
 
-class DeviceWorkers;
 struct CommContext;
 class CommWorker;
 
@@ -40,11 +41,17 @@ class Executable {
   const compile::Plan& plan() const { return *plan_; }
   Tracer& tracer() { return tracer_; }
 
-  void run();  // one step on every device; rethrows the first error any device raised
+  // One step on every device; rethrows the first error any device raised. Raises TimeoutError
+  // naming each device that has not finished and the kernel it is in when the step outlives the
+  // watchdog's limit; a later run() first waits, under the watchdog again, for that step to end.
+  void run();
 
  private:
   struct Bound;
   void run_program(int program);
+  // Waits for every device's step; the devices still running at the deadline, described.
+  std::string wait_for_devices(std::exception_ptr& first_error);
+  std::string describe_running(int program) const;
   // Runs a program of a multi-device step; the first device to fail for a reason of its own
   // abandons the step for all of them, so nobody waits out a timeout for it.
   void run_guarded(int program);
@@ -54,7 +61,11 @@ class Executable {
   std::shared_ptr<distribute::comm::Communicator> comm_;
   Tracer tracer_;
   std::vector<std::unique_ptr<Bound>> bound_;
-  std::unique_ptr<DeviceWorkers> workers_;
+  std::vector<std::function<void()>> device_steps_;  // what each device worker runs for a step
+  std::vector<uint64_t> tickets_;                    // each device's current step
+  bool abandoned_ = false;                           // a step outlived the watchdog and may still run
+  // Last: destroyed first, so no worker still runs a kernel when the arenas go.
+  std::vector<std::unique_ptr<core::TaskThread>> device_workers_;
 };
 
 }  // namespace tandem::runtime
