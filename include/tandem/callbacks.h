@@ -89,6 +89,11 @@ namespace callbacks {
 // Constructors that read like Keras: `.callbacks = {tandem::callbacks::Lambda(...)}`.
 CallbackPtr Lambda(std::function<void(int epoch, const Logs&)> on_epoch_end);
 
+// keras.callbacks.TerminateOnNaN: at the end of a training batch whose running loss is NaN or
+// infinite, prints "Batch N: Invalid loss, terminating training" to standard output (N counts from
+// 0 within the epoch) and sets the model's stop_training, so fit ends after that batch.
+CallbackPtr TerminateOnNaN();
+
 // How often a checkpointing callback saves: "epoch" (at each epoch's end) or every N training
 // batches, counted across epochs: `.save_freq = "epoch"`, `.save_freq = 500`.
 struct SaveFreq {

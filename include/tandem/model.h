@@ -111,7 +111,9 @@ class Model {
   const OptimizerPtr& optimizer() const;
   // Bytes of the memory plan of the last training step that ran (activations and gradients).
   std::size_t planned_arena_bytes() const;
-  bool stop_training = false;  // a callback may set it to end fit after the current epoch
+  // A callback may set it to end fit: set in on_train_batch_end, fit stops after that batch (the
+  // epoch still ends with on_epoch_end, as in Keras); set in on_epoch_end, after that epoch.
+  bool stop_training = false;
 
   // Hooks for callbacks that checkpoint training (BackupAndRestore). fit_progress() is kept current
   // by fit(): it is up to date in every on_train_batch_end and on_epoch_end. A callback's

@@ -189,6 +189,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
       const Logs logs = acc.logs(m.metrics);
       for (auto& c : callbacks) c->on_train_batch_end(b, logs);
+      if (stop_training) break;
     }
     m.last_arena_bytes = full.exe->arena_bytes(0);
     Logs logs = acc.logs(m.metrics);

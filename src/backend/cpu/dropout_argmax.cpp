@@ -23,7 +23,9 @@ KernelFn make_dropout(const KernelInit& k) {
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = 0; c < cols; ++c) {
           const bool keep = rng::uniform(seed, s, static_cast<uint64_t>(row_offset + r), static_cast<uint64_t>(c)) >= rate;
-          y[r * cols + c] = keep ? x[r * cols + c] * keep_scale : T(0);
+          // Multiplying by 0 instead of writing 0 keeps a dropped NaN or inf visible (NaN), as
+          // PyTorch's dropout does; the gradient runs this same kernel on dy.
+          y[r * cols + c] = x[r * cols + c] * (keep ? keep_scale : T(0));
         }
     });
   };
@@ -43,8 +45,12 @@ KernelFn make_argmax(const KernelInit& k) {
       for (int64_t i = 0; i < inner; ++i) {
         const T* line = x + o * n * inner + i;
         int64_t best = 0;
-        for (int64_t j = 1; j < n; ++j)
-          if (line[j * inner] > line[best * inner]) best = j;  // first maximum wins, as in NumPy
+        // The first maximum wins, and a NaN beats every number (the first NaN wins): PyTorch's and
+        // NumPy's argmax, so a NaN prediction is not hidden behind a finite class.
+        for (int64_t j = 1; j < n; ++j) {
+          const T v = line[j * inner], b = line[best * inner];
+          if (v > b || (v != v && b == b)) best = j;
+        }
         y[o * inner + i] = best;
       }
   };

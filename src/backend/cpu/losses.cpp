@@ -59,6 +59,7 @@ KernelFn make_cross_entropy(const KernelInit& k) {
         const T* z = s.pred + r * s.classes;
         T l = 0;
         if (s.logits) {
+          // A NaN logit that max_element skips still makes the sum, hence the row's loss, NaN.
           T mx = *std::max_element(z, z + s.classes), sum = 0;
           for (int64_t j = 0; j < s.classes; ++j) sum += std::exp(z[j] - mx);
           const T lse = mx + std::log(sum);

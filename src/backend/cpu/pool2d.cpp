@@ -1,6 +1,8 @@
 // max_pool2d, avg_pool2d and their gradients on channels-last tensors. Padded positions are never
 // part of a window: max ignores them, the average divides by the count of real elements (Keras/TF).
 // The max gradient goes to the first maximal element of each window in row-major window order.
+// A NaN in a window wins the max, as in PyTorch, and the gradient goes to that window's last NaN
+// (PyTorch's `val > max || isnan(val)` scan), so bad inputs show in the output.
 #include <algorithm>
 #include <limits>
 
@@ -50,7 +52,9 @@ KernelFn make_max_pool(const KernelInit& k) {
           for (int64_t iy = s.y0; iy < s.y1; ++iy)
             for (int64_t ix = s.x0; ix < s.x1; ++ix) {
               const T* src = img + (iy * w.w + ix) * w.c;
-              for (int64_t c = 0; c < w.c; ++c) dst[c] = std::max(dst[c], src[c]);
+              // std::max would drop a NaN in src and maxps one already in dst; this keeps both and
+              // still vectorises (two compares and a blend).
+              for (int64_t c = 0; c < w.c; ++c) dst[c] = (src[c] > dst[c] || src[c] != src[c]) ? src[c] : dst[c];
             }
         }
       }
@@ -78,7 +82,8 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
             const Span s(w, oy, ox);
             const T* g = dy + ((n * w.oh + oy) * w.ow + ox) * w.c;
             // Channels in blocks, contiguous in memory: the comparisons vectorise and do not branch.
-            // Strictly greater: on ties the earlier element (row-major in the window) keeps it.
+            // Strictly greater: on ties the earlier element (row-major in the window) keeps it. A
+            // NaN always takes it, matching the forward pass.
             constexpr int64_t kBlock = 64;
             for (int64_t c0 = 0; c0 < w.c; c0 += kBlock) {
               const int64_t cn = std::min(kBlock, w.c - c0);
@@ -90,7 +95,7 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
                 for (int64_t ix = s.x0; ix < s.x1; ++ix) {
                   const int64_t base = (iy * w.w + ix) * w.c + c0;
                   for (int64_t c = 0; c < cn; ++c) {
-                    const bool better = img[base + c] > best[c];
+                    const bool better = img[base + c] > best[c] || img[base + c] != img[base + c];
                     best[c] = better ? img[base + c] : best[c];
                     at[c] = better ? base + c : at[c];
                   }

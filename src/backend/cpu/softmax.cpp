@@ -31,6 +31,8 @@ KernelFn make_softmax_like(const KernelInit& k, bool log) {
   Context* ctx = &context(k);
   return [=] {
     for_lines(*ctx, ax, [&](int64_t base, int64_t st) {
+      // The max is only for stability: it may skip a NaN, but exp(NaN − mx) makes the sum, and so
+      // the whole line, NaN, as in PyTorch.
       T mx = x[base];
       for (int64_t j = 1; j < ax.n; ++j) mx = std::max(mx, x[base + j * st]);
       T sum = 0;
