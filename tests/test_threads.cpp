@@ -42,32 +42,36 @@ TEST_CASE("task thread: a task's exception reaches the wait for it, once") {
   CHECK(thread.wait(c, Clock::now() + 10s));  // reported once
 }
 
+namespace {
+// A task that runs until released.
+struct StuckTask {
+  std::atomic<bool> released{false};
+  std::function<void()> run = [this] {
+    while (!released.load()) std::this_thread::sleep_for(1ms);
+  };
+};
+}  // namespace
+
 TEST_CASE("task thread: a wait gives up at its deadline while the task still runs") {
   tandem::core::TaskThread thread(1, 0us);
-  std::atomic<bool> release{false};
-  const std::function<void()> stuck = [&] {
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-  };
-  const uint64_t t = thread.post(stuck);
+  StuckTask stuck;
+  const uint64_t t = thread.post(stuck.run);
   const auto start = Clock::now();
   CHECK_FALSE(thread.wait(t, start + 200ms, 20us));
   const auto waited = Clock::now() - start;
   CHECK(waited >= 200ms);
   CHECK(waited < 5s);
   CHECK_FALSE(thread.finished(t));
-  release = true;
+  stuck.released = true;
   CHECK(thread.wait(t, Clock::now() + 10s));
 }
 
 TEST_CASE("task thread: refuses more unfinished tasks than its capacity") {
   tandem::core::TaskThread thread(1, 0us);
-  std::atomic<bool> release{false};
-  const std::function<void()> stuck = [&] {
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-  };
-  const uint64_t t = thread.post(stuck);
-  CHECK_THROWS_AS(thread.post(stuck), tandem::Error);
-  release = true;
+  StuckTask stuck;
+  const uint64_t t = thread.post(stuck.run);
+  CHECK_THROWS_AS(thread.post(stuck.run), tandem::Error);
+  stuck.released = true;
   CHECK(thread.wait(t, Clock::now() + 10s));
 }
 
