@@ -106,6 +106,7 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
 
 History Model::fit(const Dataset& input_data, const FitOptions& o) {
   Impl& m = *impl_;
+  m.settle_steps();
   if (!m.compiled) throw ValueError("Model \"" + name() + "\": call compile() before fit()");
   if (o.batch_size < 1) throw ValueError("fit: batch_size must be >= 1, got " + std::to_string(o.batch_size));
   if (o.epochs < 0) throw ValueError("fit: epochs must be >= 0, got " + std::to_string(o.epochs));
@@ -207,6 +208,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
 
 Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   Impl& m = *impl_;
+  m.settle_steps();
   if (!m.compiled) throw ValueError("Model \"" + name() + "\": call compile() before evaluate()");
   if (o.batch_size < 1) throw ValueError("evaluate: batch_size must be >= 1, got " + std::to_string(o.batch_size));
   ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
@@ -242,6 +244,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
 
 Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
   Impl& m = *impl_;
+  m.settle_steps();
   if (o.batch_size < 1) throw ValueError("predict: batch_size must be >= 1, got " + std::to_string(o.batch_size));
   if (x_in.shape().rank() < 1) throw ShapeError("predict: x must have a batch dimension, got shape " + x_in.shape().str());
   ensure_built(x_in.shape().without_batch(), x_in.dtype());

@@ -83,11 +83,13 @@ std::vector<VariablePtr> Model::trainable_weights() const {
   return out;
 }
 std::vector<Tensor> Model::get_weights() const {
+  impl_->settle_steps();
   std::vector<Tensor> out;
   for (const auto& w : impl_->weights()) out.push_back(w->value().clone());
   return out;
 }
 void Model::set_weights(const std::vector<Tensor>& values) {
+  impl_->settle_steps();
   const auto ws = impl_->weights();
   if (values.size() != ws.size())
     throw ValueError("Model \"" + impl_->name + "\": set_weights expected " + std::to_string(ws.size()) + " arrays, got " +

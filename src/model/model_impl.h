@@ -60,6 +60,9 @@ struct Model::Impl {
   // to the model's (the first replica's) values at the start of fit, evaluate and predict.
   std::map<std::pair<int, int>, Tensor> replica_values;  // (program, variable id)
   void sync_replicas();
+  // Waits for any step the watchdog abandoned, so nothing reads or writes the variables or a
+  // step's inputs while it may still run. Every entry point that runs or touches them calls it.
+  void settle_steps();
 
   // Gradient accumulation (a strategy's sync_every = k > 1): one accumulator per trainable
   // weight, and a counter of training steps that also seeds dropout masks.

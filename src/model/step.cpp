@@ -47,6 +47,10 @@ std::unordered_map<int, VariablePtr> Model::Impl::variables_by_id() const {
   return vars;
 }
 
+void Model::Impl::settle_steps() {
+  for (auto& [key, step] : steps) step.exe->settle();
+}
+
 void Model::Impl::sync_replicas() {
   const auto vars = variables_by_id();
   for (auto& [key, copy] : replica_values) {

@@ -73,8 +73,14 @@ io::WeightsModel Model::Impl::weights_model(const char* what) const {
   return w;
 }
 
-void Model::save_weights(const std::string& path) { io::save_weights(impl_->weights_model("save_weights"), path); }
+void Model::save_weights(const std::string& path) {
+  impl_->settle_steps();
+  io::save_weights(impl_->weights_model("save_weights"), path);
+}
 
-void Model::load_weights(const std::string& path) { io::load_weights(impl_->weights_model("load_weights"), path); }
+void Model::load_weights(const std::string& path) {
+  impl_->settle_steps();
+  io::load_weights(impl_->weights_model("load_weights"), path);
+}
 
 }  // namespace tandem

@@ -189,17 +189,22 @@ std::string Executable::wait_for_devices(std::exception_ptr& first_error) {
   return running;
 }
 
+void Executable::settle() {
+  if (!abandoned_) return;
+  std::exception_ptr ignored;  // its errors were consequences of the stall
+  const std::string running = wait_for_devices(ignored);
+  if (!running.empty())
+    throw TimeoutError("watchdog: a step abandoned earlier has still not finished within " + std::to_string(watchdog_timeout().count()) +
+                       " ms: " + running);
+  for (auto& b : bound_)
+    if (b->comm_worker) b->comm_worker->drain();
+  if (comm_) comm_->reset();
+  abandoned_ = false;
+}
+
 void Executable::run() {
+  settle();  // the step that outlived the watchdog must end before this one starts
   const auto limit = std::to_string(watchdog_timeout().count()) + " ms";
-  if (abandoned_) {  // the step that outlived the watchdog must end before this one starts
-    std::exception_ptr ignored;  // its errors were consequences of the stall
-    const std::string running = wait_for_devices(ignored);
-    if (!running.empty()) throw TimeoutError("watchdog: a step abandoned earlier has still not finished within " + limit + ": " + running);
-    for (auto& b : bound_)
-      if (b->comm_worker) b->comm_worker->drain();
-    if (comm_) comm_->reset();
-    abandoned_ = false;
-  }
   root_error_ = nullptr;
   for (std::size_t p = 0; p < device_workers_.size(); ++p) tickets_[p] = device_workers_[p]->post(device_steps_[p]);
   std::exception_ptr first_error;

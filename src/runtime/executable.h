@@ -45,6 +45,10 @@ class Executable {
   // naming each device that has not finished and the kernel it is in when the step outlives the
   // watchdog's limit; a later run() first waits, under the watchdog again, for that step to end.
   void run();
+  // Returns once no step of this Executable is running: waits (under the watchdog) for a step the
+  // watchdog abandoned. Call it before touching the memory the step uses — feeds, fetches, the
+  // variables it updates — from outside run().
+  void settle();
 
  private:
   struct Bound;
