@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <source_location>
 #include <string>
 #include <vector>
 
+#include "core/registry.h"
 #include "graph/graph.h"
 
 namespace tandem::ops {
@@ -58,12 +60,20 @@ struct OpDef {
   Source source = Source::Kernel;
 };
 
-// Throws for an unknown op. Graph::add resolves each node's op once (Node::def); passes read the
-// definition there instead of looking it up again.
+// Op names to definitions; a name registered twice is an error (see core/registry.h).
+struct OpRegistry : core::Registry<std::string, OpDef> {
+  OpRegistry() : Registry("op") {}
+  void add(OpDef def, std::source_location loc);
+};
+
+OpRegistry& registry();  // the process's: every REGISTER_OP
+
+// Throws for an unknown op, and for any failed registration. Graph::add resolves each node's op
+// once (Node::def); passes read the definition there instead of looking it up again.
 const OpDef& find(const std::string& name);
 
 struct Registration {
-  explicit Registration(OpDef def);
+  explicit Registration(OpDef def, std::source_location loc = std::source_location::current());
 };
 
 // Shorthand for infer functions: one output.
