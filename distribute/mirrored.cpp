@@ -72,7 +72,7 @@ class MirroredStrategy : public Strategy {
     };
     std::vector<Use> uses;
     for (int id = 0; id < g.size(); ++id) {
-      const int gi = ops::find(g.node(id).op).gradient_input;
+      const int gi = g.node(id).def->gradient_input;
       if (gi >= 0) uses.push_back({id, g.node(id).inputs[static_cast<std::size_t>(gi)]});
     }
     std::stable_sort(uses.begin(), uses.end(), [](const Use& a, const Use& b) { return a.grad.node < b.grad.node; });
@@ -99,7 +99,7 @@ class MirroredStrategy : public Strategy {
       g.node(g.size() - 1).after = {start};
       for (std::size_t i = 0; i < buckets[b].size(); ++i) {
         graph::Node& update = g.node(buckets[b][i].update);
-        update.inputs[static_cast<std::size_t>(ops::find(update.op).gradient_input)] = reduced[i];
+        update.inputs[static_cast<std::size_t>(update.def->gradient_input)] = reduced[i];
       }
     }
   }

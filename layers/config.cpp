@@ -2,9 +2,6 @@
 // registry of layer classes.
 #include "layers/config.h"
 
-#include <map>
-#include <mutex>
-
 #include "tandem/errors.h"
 
 namespace tandem::layers {
@@ -35,15 +32,6 @@ std::string canonical_initializer(const std::string& name) {
 }
 
 std::string shorten(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
-
-std::map<std::string, LayerFactory>& registry() {
-  static std::map<std::string, LayerFactory> r;
-  return r;
-}
-std::mutex& registry_mutex() {
-  static std::mutex m;
-  return m;
-}
 
 }  // namespace
 
@@ -194,24 +182,24 @@ void ConfigReader::expect(const char* key, const Json& only) const {
   if (has(key) && config_.at(key) != only) fail(key, only.dump() + " (Tandem supports no other value)");
 }
 
-RegisterLayer::RegisterLayer(const char* class_name, LayerFactory make) {
-  std::lock_guard lock(registry_mutex());
-  registry()[class_name] = make;
+LayerRegistry& layer_registry() {
+  static LayerRegistry r;  // built on first use: layer files' registrations may run before this file's statics
+  return r;
+}
+
+RegisterLayer::RegisterLayer(const char* class_name, LayerFactory make, std::source_location loc) {
+  layer_registry().add(class_name, make, loc);
 }
 
 std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Json& config) {
-  LayerFactory make = nullptr;
-  {
-    std::lock_guard lock(registry_mutex());
-    if (auto it = registry().find(class_name); it != registry().end()) make = it->second;
-  }
-  if (!make) {
+  const LayerFactory* found = layer_registry().find(class_name);
+  if (!found) {
     std::string known;
     for (const std::string& c : registered_layer_classes()) known += (known.empty() ? "" : ", ") + c;
     throw ValueError("unknown layer class \"" + class_name + "\"; the layer classes Tandem can rebuild are: " + known);
   }
   const ConfigReader reader(class_name, config);
-  std::shared_ptr<Layer> layer = make(reader);
+  std::shared_ptr<Layer> layer = (*found)(reader);
   // A config may leave the name out (the layer is then named automatically), never change it.
   if (!reader.name().empty() && layer->name() != reader.name())
     throw ValueError(class_name + ": the rebuilt layer is named \"" + layer->name() + "\", expected \"" + reader.name() + "\"");
@@ -219,9 +207,8 @@ std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Js
 }
 
 std::vector<std::string> registered_layer_classes() {
-  std::lock_guard lock(registry_mutex());
   std::vector<std::string> out;
-  for (const auto& [name, make] : registry()) out.push_back(name);
+  for (const auto& [name, slot] : layer_registry().entries()) out.push_back(name);
   return out;
 }
 

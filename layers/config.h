@@ -7,9 +7,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
+#include "core/registry.h"
 #include "tandem/layer.h"
 #include "tandem/layers/conv.h"
 
@@ -60,13 +62,21 @@ class ConfigReader {
 
 using LayerFactory = std::shared_ptr<Layer> (*)(const ConfigReader& config);
 
+// Layer class names to factories; a class registered twice is an error (see core/registry.h).
+struct LayerRegistry : core::Registry<std::string, LayerFactory> {
+  LayerRegistry() : Registry("layer class") {}
+};
+
+LayerRegistry& layer_registry();  // the process's: every RegisterLayer
+
 // Registers a layer class; a layer file defines one `static const RegisterLayer` per class it makes.
 struct RegisterLayer {
-  RegisterLayer(const char* class_name, LayerFactory make);
+  RegisterLayer(const char* class_name, LayerFactory make, std::source_location loc = std::source_location::current());
 };
 
 // A new, unbuilt layer made from its config. Throws ValueError naming the class if no layer of that
-// class is registered, or naming the key if the config is not one the class accepts.
+// class is registered, or naming the key if the config is not one the class accepts; throws Error
+// if any layer class failed to register.
 std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Json& config);
 
 // Every registered class name, sorted.

@@ -59,7 +59,7 @@ std::vector<Value> gradients(Graph& g, Value loss, const std::vector<Value>& wrt
       any = any || it != grad.end();
     }
     if (!any || node.inputs.empty()) continue;
-    const ops::OpDef& def = ops::find(node.op);
+    const ops::OpDef& def = *node.def;
     if (def.zero_grad) continue;
     if (!def.grad) throw Error("gradients: op '" + node.op + "' in layer \"" + node.scope + "\" has no gradient");
     g.scope = node.scope;

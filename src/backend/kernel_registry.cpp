@@ -1,22 +1,22 @@
 #include "backend/kernel_registry.h"
 
-#include <map>
-#include <tuple>
-
 #include "tandem/errors.h"
 
 namespace tandem::backend {
 
-namespace {
-using Key = std::tuple<std::string, DeviceKind, DType>;
-std::map<Key, KernelFactory>& table() {
-  static std::map<Key, KernelFactory> t;
-  return t;
-}
-}  // namespace
+const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::Cpu ? "CPU" : "CUDA"; }
 
-void register_kernel(const std::string& op, DeviceKind kind, DType dtype, KernelFactory factory) {
-  table()[Key{op, kind, dtype}] = std::move(factory);
+std::string describe(const KernelKey& key) {
+  return '"' + key.op + "\" on " + device_kind_name(key.kind) + " " + dtype_name(key.dtype);
+}
+
+KernelRegistry& kernels() {
+  static KernelRegistry r;  // built on first use: registrations in other files may run before this one's statics
+  return r;
+}
+
+KernelRegistration::KernelRegistration(const char* op, DeviceKind kind, DType dtype, KernelFactory f, std::source_location loc) {
+  kernels().add({op, kind, dtype}, std::move(f), loc);
 }
 
 DType kernel_dtype(const graph::Graph& g, const graph::Node& node) {
@@ -24,11 +24,9 @@ DType kernel_dtype(const graph::Graph& g, const graph::Node& node) {
 }
 
 const KernelFactory& find_kernel(const std::string& op, DeviceKind kind, DType dtype) {
-  auto it = table().find(Key{op, kind, dtype});
-  if (it == table().end())
-    throw Error("no " + std::string(kind == DeviceKind::Cpu ? "CPU" : "CUDA") + " kernel for op '" + op + "' on " +
-                dtype_name(dtype));
-  return it->second;
+  const KernelFactory* factory = kernels().find({op, kind, dtype});
+  if (!factory) throw Error("no " + std::string(device_kind_name(kind)) + " kernel for op '" + op + "' on " + dtype_name(dtype));
+  return *factory;
 }
 
 }  // namespace tandem::backend

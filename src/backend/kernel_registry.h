@@ -3,10 +3,13 @@
 // step is a straight walk over closures with no lookups, strings or allocation.
 #pragma once
 
+#include <compare>
 #include <functional>
+#include <source_location>
 #include <string>
 #include <vector>
 
+#include "core/registry.h"
 #include "graph/graph.h"
 
 namespace tandem::backend {
@@ -26,13 +29,31 @@ struct KernelInit {
 using KernelFn = std::function<void()>;
 using KernelFactory = std::function<KernelFn(const KernelInit&)>;
 
-void register_kernel(const std::string& op, DeviceKind kind, DType dtype, KernelFactory factory);
+const char* device_kind_name(DeviceKind kind);  // "CPU", "CUDA"
+
+struct KernelKey {
+  std::string op;
+  DeviceKind kind;
+  DType dtype;
+  auto operator<=>(const KernelKey&) const = default;
+};
+std::string describe(const KernelKey& key);  // `"relu" on CPU float32`, for messages
+
+// Kernels by (op, device kind, dtype); a key registered twice is an error (see core/registry.h).
+struct KernelRegistry : core::Registry<KernelKey, KernelFactory> {
+  KernelRegistry() : Registry("kernel") {}
+};
+
+KernelRegistry& kernels();  // the process's: every REGISTER_KERNEL
+
 // The dtype that selects a node's kernel: its first input's, else its first output's.
 DType kernel_dtype(const graph::Graph& g, const graph::Node& node);
-const KernelFactory& find_kernel(const std::string& op, DeviceKind kind, DType dtype);  // throws if absent
+// Throws if no kernel is registered for the key, and for any failed registration.
+const KernelFactory& find_kernel(const std::string& op, DeviceKind kind, DType dtype);
 
 struct KernelRegistration {
-  KernelRegistration(const char* op, DeviceKind kind, DType dtype, KernelFactory f) { register_kernel(op, kind, dtype, std::move(f)); }
+  KernelRegistration(const char* op, DeviceKind kind, DType dtype, KernelFactory f,
+                     std::source_location loc = std::source_location::current());
 };
 
 }  // namespace tandem::backend

@@ -29,9 +29,9 @@ MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, con
     const graph::Node& n = g.node(id);
     auto& mine = buffer_of[static_cast<std::size_t>(id)];
     for (std::size_t o = 0; o < n.outputs.size(); ++o) {
-      if (n.op == "variable") {
+      if (n.def->source == ops::Source::Variable) {
         mine.push_back(-1);
-      } else if (ops::find(n.op).outputs_alias_inputs) {  // a view or an in-place result
+      } else if (n.def->outputs_alias_inputs) {  // a view or an in-place result
         const graph::Value in = n.inputs[o];
         mine.push_back(buffer_of[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
       } else {
@@ -50,7 +50,8 @@ MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, con
   }
   // Placeholders are written before the step starts: live from the beginning.
   for (int id : order)
-    if (g.node(id).op == "placeholder") buffers[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(id)][0])].first = -1;
+    if (g.node(id).def->source == ops::Source::Feed)
+      buffers[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(id)][0])].first = -1;
 
   // Inputs of a node that asks for them contiguously (a gradient bucket's all-reduce) become one
   // allocation unit, laid out back to back in input order.
@@ -64,7 +65,7 @@ MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, con
   std::vector<int> unit_of(buffers.size(), -1);
   for (int id : order) {
     const graph::Node& n = g.node(id);
-    if (!ops::find(n.op).contiguous_inputs) continue;
+    if (!n.def->contiguous_inputs) continue;
     Unit u{0, end, -1, {}, 0};
     for (graph::Value in : n.inputs) {
       const int b = buffer_of[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)];

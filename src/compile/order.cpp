@@ -13,7 +13,7 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
   std::vector<int> stack;
   for (graph::Value v : fetches) stack.push_back(v.node);
   for (int i = 0; i < g.size(); ++i)
-    if (ops::find(g.node(i).op).has_side_effects) stack.push_back(i);
+    if (g.node(i).def->has_side_effects) stack.push_back(i);
   while (!stack.empty()) {
     const int id = stack.back();
     stack.pop_back();
@@ -41,7 +41,7 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
   }
   auto key = [&](int id) {
     const graph::Node& node = g.node(id);
-    return std::tuple<bool, int, int>(!ops::find(node.op).eager, static_cast<int>(node.phase), id);
+    return std::tuple<bool, int, int>(!node.def->eager, static_cast<int>(node.phase), id);
   };
   auto later = [&](int a, int b) { return key(a) > key(b); };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);

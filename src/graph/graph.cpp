@@ -18,6 +18,7 @@ std::vector<Value> Graph::add_multi(const std::string& op, std::vector<Value> in
     throw ShapeError((scope.empty() ? std::string() : "layer \"" + scope + "\": ") + e.what());
   }
   n.op = op;
+  n.def = &def;
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
   n.scope = scope;

@@ -8,6 +8,10 @@
 #include "graph/attrs.h"
 #include "tandem/tensor.h"
 
+namespace tandem::ops {
+struct OpDef;
+}
+
 namespace tandem::graph {
 
 // Blocks are cut along phases; a later phase never feeds an earlier one.
@@ -21,7 +25,8 @@ struct Value {
 };
 
 struct Node {
-  std::string op;
+  std::string op;                  // the op's name: for messages, traces, kernel lookup and saving
+  const ops::OpDef* def = nullptr; // the op itself, resolved once by Graph::add: passes read its flags here
   std::vector<Value> inputs;
   std::vector<TensorType> outputs;
   Attrs attrs;

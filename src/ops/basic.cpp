@@ -36,8 +36,10 @@ void check_float(const TensorType& t, const char* op) {
 }
 }  // namespace
 
-REGISTER_OP(.name = "placeholder", .infer = [](const Attrs& a, const auto&) { return one(type_from_attrs(a)); });
-REGISTER_OP(.name = "variable", .infer = [](const Attrs& a, const auto&) { return one(type_from_attrs(a)); });
+REGISTER_OP(.name = "placeholder", .infer = [](const Attrs& a, const auto&) { return one(type_from_attrs(a)); },
+            .source = Source::Feed);
+REGISTER_OP(.name = "variable", .infer = [](const Attrs& a, const auto&) { return one(type_from_attrs(a)); },
+            .source = Source::Variable);
 REGISTER_OP(.name = "fill", .infer = [](const Attrs& a, const auto&) { return one(type_from_attrs(a)); },
             .zero_grad = true);
 

@@ -1,28 +1,25 @@
 #include "ops/registry.h"
 
-#include <map>
-#include <memory>
-
 #include "tandem/errors.h"
 
 namespace tandem::ops {
 
-namespace {
-std::map<std::string, OpDef>& table() {
-  static std::map<std::string, OpDef> t;
-  return t;
-}
-}  // namespace
-
-Registration::Registration(OpDef def) {
+void OpRegistry::add(OpDef def, std::source_location loc) {
   std::string name = def.name;
-  table().emplace(std::move(name), std::move(def));
+  Registry::add(std::move(name), std::move(def), loc);
 }
+
+OpRegistry& registry() {
+  static OpRegistry r;  // built on first use: registrations in other files may run before this one's statics
+  return r;
+}
+
+Registration::Registration(OpDef def, std::source_location loc) { registry().add(std::move(def), loc); }
 
 const OpDef& find(const std::string& name) {
-  auto it = table().find(name);
-  if (it == table().end()) throw Error("unknown op '" + name + "'");
-  return it->second;
+  const OpDef* def = registry().find(name);
+  if (!def) throw Error("unknown op '" + name + "'");
+  return *def;
 }
 
 void GradContext::set(int input, Value grad) {

@@ -2,10 +2,13 @@
 // elsewhere (backends); this file knows nothing of devices.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <source_location>
 #include <string>
 #include <vector>
 
+#include "core/registry.h"
 #include "graph/graph.h"
 
 namespace tandem::ops {
@@ -38,6 +41,11 @@ class GradContext {
 using InferFn = std::function<std::vector<TensorType>(const Attrs&, const std::vector<TensorType>& inputs)>;
 using GradFn = std::function<void(GradContext&)>;
 
+// Where an op's outputs come from. Most ops compute them with a kernel. A placeholder's are fed
+// from outside before each step and a variable's are the variable's own storage: the runtime
+// binds that memory instead of running a kernel, and the memory planner treats it specially.
+enum class Source : uint8_t { Kernel, Feed, Variable };
+
 struct OpDef {
   std::string name;
   InferFn infer;
@@ -49,12 +57,23 @@ struct OpDef {
   bool eager = false;             // scheduled as soon as its inputs exist (starts communication early)
   bool contiguous_inputs = false; // the memory planner lays the inputs out back to back
   bool outputs_alias_inputs = false;  // output i is input i's buffer (views, in-place results)
+  Source source = Source::Kernel;
 };
 
-const OpDef& find(const std::string& name);  // throws for an unknown op
+// Op names to definitions; a name registered twice is an error (see core/registry.h).
+struct OpRegistry : core::Registry<std::string, OpDef> {
+  OpRegistry() : Registry("op") {}
+  void add(OpDef def, std::source_location loc);
+};
+
+OpRegistry& registry();  // the process's: every REGISTER_OP
+
+// Throws for an unknown op, and for any failed registration. Graph::add resolves each node's op
+// once (Node::def); passes read the definition there instead of looking it up again.
+const OpDef& find(const std::string& name);
 
 struct Registration {
-  explicit Registration(OpDef def);
+  explicit Registration(OpDef def, std::source_location loc = std::source_location::current());
 };
 
 // Shorthand for infer functions: one output.

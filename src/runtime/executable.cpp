@@ -6,6 +6,7 @@
 
 #include "backend/cpu/denormals.h"
 #include "distribute/comm/communicator.h"
+#include "ops/registry.h"
 #include "runtime/comm_context.h"
 #include "tandem/errors.h"
 #include "tandem/watchdog.h"
@@ -61,7 +62,8 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
         auto& ptrs = b->pointers[static_cast<std::size_t>(id)];
         for (std::size_t o = 0; o < n.outputs.size(); ++o) {
           const int64_t off = prog.memory.offsets[static_cast<std::size_t>(id)][o];
-          if (n.op == "variable") ptrs.push_back(variable(static_cast<int>(p), static_cast<int>(n.attrs.i("var"))));
+          if (n.def->source == ops::Source::Variable)
+            ptrs.push_back(variable(static_cast<int>(p), static_cast<int>(n.attrs.i("var"))));
           else if (off == compile::MemoryPlan::kExternal)  // a view of an input (maybe of a variable)
             ptrs.push_back(b->pointers[static_cast<std::size_t>(n.inputs[o].node)][static_cast<std::size_t>(n.inputs[o].index)]);
           else ptrs.push_back(b->arena.get() + off);
@@ -73,7 +75,7 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
       std::vector<const char*> names;
       for (int id : block.nodes) {
         const graph::Node& n = g.node(id);
-        if (n.op == "placeholder" || n.op == "variable") continue;
+        if (n.def->source != ops::Source::Kernel) continue;  // the memory bound above is its value
         backend::KernelInit init{n, {}, {}, b->pointers[static_cast<std::size_t>(id)], ctx, comm_ ? &b->comm : nullptr};
         for (graph::Value in : n.inputs) {
           init.in_types.push_back(g.type(in));
@@ -103,7 +105,7 @@ Executable::~Executable() = default;
 void* Executable::feed(int program, const std::string& name) const {
   const graph::Graph& g = plan_->programs[static_cast<std::size_t>(program)].graph;
   for (int i = 0; i < g.size(); ++i)
-    if (g.node(i).op == "placeholder" && g.node(i).attrs.s("name") == name) {
+    if (g.node(i).def->source == ops::Source::Feed && g.node(i).attrs.s("name") == name) {
       const auto& ptrs = bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(i)];
       return ptrs.empty() ? nullptr : ptrs[0];  // empty: the step does not read this input
     }
