@@ -5,10 +5,12 @@
 # must print the same weights fingerprint (same seed, same device: bitwise-identical weights); every
 # Mirrored run must equal single-device training (the test checks it).
 #
-# Usage: scripts/stress-hangs.sh [N]   (default 50; run after building into build/)
+# Usage: scripts/stress-hangs.sh [N [M]]   (N MLP runs, default 50; M Mirrored runs, default N;
+# run after building into build/)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-50}"
+M="${2:-$N}"
 MLP=build/fashion_mnist_mlp
 TESTS=build/test_threads
 for bin in "$MLP" "$TESTS"; do
@@ -38,7 +40,7 @@ for ((i = 1; i <= N; i++)); do
 done
 
 mirrored_hangs=0 mirrored_failed=0
-for ((i = 1; i <= N; i++)); do
+for ((i = 1; i <= M; i++)); do
   start_busy
   TANDEM_NUM_THREADS=4 timeout 300 "$TESTS" -tc="mirrored fit with more pool threads than cores*" > "$TMP/mirrored.log" 2>&1
   rc=$?
@@ -51,5 +53,5 @@ rm -rf "$TMP"
 
 echo
 echo "MLP example:   $N runs, $mlp_hangs hangs, $mlp_failed failed, $mlp_wrong with other weights (fingerprint $reference)"
-echo "Mirrored fit:  $N runs, $mirrored_hangs hangs, $mirrored_failed failed or with other weights"
+echo "Mirrored fit:  $M runs, $mirrored_hangs hangs, $mirrored_failed failed or with other weights"
 ((mlp_hangs + mlp_failed + mlp_wrong + mirrored_hangs + mirrored_failed == 0))
