@@ -3,7 +3,7 @@
 #include <thread>
 
 #include "distribute/strategy.h"
-#include "runtime/devices.h"
+#include "backend/device.h"
 #include "tandem/errors.h"
 
 namespace tandem::distribute {
@@ -36,7 +36,7 @@ std::vector<compile::Action> run_all_blocks(const compile::Program& p) {
 namespace {
 class DefaultStrategy : public Strategy {
  public:
-  explicit DefaultStrategy(std::string device) : device_(runtime::canonical_device(device)) {}
+  explicit DefaultStrategy(std::string device) : device_(backend::parse_device(device).str()) {}
   std::vector<std::string> devices() const override { return {device_}; }
 
   compile::Plan lower_replicas(std::vector<graph::Graph> replicas, const std::vector<graph::Value>& fetches) const override {

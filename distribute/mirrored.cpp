@@ -8,7 +8,7 @@
 #include "distribute/comm/inprocess.h"
 #include "distribute/strategy.h"
 #include "ops/registry.h"
-#include "runtime/devices.h"
+#include "backend/device.h"
 #include "tandem/errors.h"
 
 namespace tandem::distribute {
@@ -20,10 +20,8 @@ class MirroredStrategy : public Strategy {
     if (devices.empty()) throw ValueError("Mirrored: expected at least one device, got none");
     std::set<std::string> seen;
     for (const std::string& d : devices) {
-      const std::string name = runtime::canonical_device(d);
+      const std::string name = backend::parse_device(d).str();
       if (!seen.insert(name).second) throw ValueError("Mirrored: device '" + name + "' is listed twice");
-      if (name.rfind("cpu:", 0) != 0)
-        throw ValueError("Mirrored: device '" + name + "' is not available: this build runs on CPU devices only");
       devices_.push_back(name);
     }
     if (o.sync_every < 1) throw ValueError("Mirrored: sync_every must be >= 1, got " + std::to_string(o.sync_every));

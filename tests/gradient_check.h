@@ -26,7 +26,7 @@
 #include "autodiff/autodiff.h"
 #include "distribute/strategy.h"
 #include "ops/ops.h"
-#include "runtime/devices.h"
+#include "backend/device.h"
 #include "runtime/executable.h"
 
 namespace gradcheck {
@@ -117,7 +117,7 @@ class GradCheck {
     }
     auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
     tandem::runtime::Executable exe(
-        plan, [](int) { return tandem::runtime::device_context("cpu:0"); }, [](int, int) -> void* { return nullptr; });
+        plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [](int, int) -> void* { return nullptr; });
     auto fetched = [&](int i) { return static_cast<const double*>(exe.fetch(0, i)); };
     // Placeholder buffers may be reused by later nodes, so every run writes every input afresh.
     auto run = [&] {

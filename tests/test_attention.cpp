@@ -294,7 +294,7 @@ LayerGrads run_layer(tandem::Layer& layer, const std::vector<Feed>& inputs, cons
   auto plan = std::make_shared<const compile::Plan>(distribute::Default()->lower(g, fetches));
   std::map<int, void*> vars;
   for (const VariablePtr& v : layer.weights()) vars[v->id()] = v->value().raw();
-  runtime::Executable exe(plan, [](int) { return runtime::device_context("cpu:0"); }, [&](int, int id) { return vars.at(id); });
+  runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [&](int, int id) { return vars.at(id); });
   auto write = [&](const std::string& name, const TensorType& t, const std::vector<double>& x) {
     void* p = exe.feed(0, name);
     if (!p) return;
@@ -459,7 +459,7 @@ TEST_CASE("attention: an id out of range raises ValueError from the step, predic
     const Value ids = c.labels({3}, 4, DType::I64);
     auto plan = std::make_shared<const tandem::compile::Plan>(
         tandem::distribute::Default()->lower(c.g, {ops::gather(c.g, table, ids, "Embedding \"emb\"")}));
-    tandem::runtime::Executable exe(plan, [](int) { return tandem::runtime::device_context("cpu:0"); },
+    tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
                                     [](int, int) -> void* { return nullptr; });
     auto* idp = static_cast<int64_t*>(exe.feed(0, "in1"));
     idp[0] = 1, idp[1] = 4, idp[2] = 0;

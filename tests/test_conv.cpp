@@ -134,7 +134,7 @@ LayerResult run_layer(const tandem::LayerRef& layer, const Shape& xs, const std:
   for (Value d : tandem::autodiff::gradients(g, loss, wrt)) fetches.push_back(d);
   auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
   tandem::runtime::Executable exe(
-      plan, [](int) { return tandem::runtime::device_context("cpu:0"); },
+      plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
       [&](int, int id) -> void* {
         for (const auto& v : layer->weights())
           if (v->id() == id) return v->value().raw();
@@ -237,7 +237,7 @@ TEST_CASE("conv: conv2d kernels give the same values with 1, 3 and 4 threads") {
   for (const auto& [device, threads] : {std::pair{"cpu:61", 1}, std::pair{"cpu:62", 3}, std::pair{"cpu:63", 4}}) {
     INFO(threads << " threads");
     tandem::runtime::Executable exe(
-        plan, [&](int) { return tandem::runtime::device_context(device, threads); }, [](int, int) -> void* { return nullptr; });
+        plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device(device, threads)}, [](int, int) -> void* { return nullptr; });
     const char* names[] = {"x", "k", "dy"};
     for (int i = 0; i < 3; ++i) std::copy(inputs[i].begin(), inputs[i].end(), static_cast<double*>(exe.feed(0, names[i])));
     exe.run();
@@ -278,7 +278,7 @@ TEST_CASE("conv: max pooling sends the gradient of a tie to the first maximal el
                          {{"pool", std::vector<int64_t>{2, 3}}, {"strides", std::vector<int64_t>{2, 3}}, {"padding", std::string("valid")}});
   auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, {dx}));
   tandem::runtime::Executable exe(
-      plan, [](int) { return tandem::runtime::device_context("cpu:0"); }, [](int, int) -> void* { return nullptr; });
+      plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [](int, int) -> void* { return nullptr; });
   const double xv[] = {1, 5, 2, 5, 0, 5};
   std::copy(xv, xv + 6, static_cast<double*>(exe.feed(0, "x")));
   *static_cast<double*>(exe.feed(0, "dy")) = 3.0;

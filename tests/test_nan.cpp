@@ -29,7 +29,7 @@
 #include "ops/conv.h"
 #include "ops/normalization.h"
 #include "ops/ops.h"
-#include "runtime/devices.h"
+#include "backend/device.h"
 #include "runtime/executable.h"
 
 namespace {
@@ -105,7 +105,7 @@ class OpGraph {
   std::unique_ptr<tandem::runtime::Executable> execute(const std::vector<Value>& fetches) {
     auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
     auto exe = std::make_unique<tandem::runtime::Executable>(
-        plan, [](int) { return tandem::runtime::device_context("cpu:0"); }, [](int, int) -> void* { return nullptr; });
+        plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [](int, int) -> void* { return nullptr; });
     for (const Fed& in : inputs_) {
       void* p = exe->feed(0, in.name);
       if (!p) continue;  // the graph does not read it

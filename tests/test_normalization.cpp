@@ -204,7 +204,7 @@ std::vector<std::vector<float>> run_layer(tandem::Layer& layer, const Shape& sha
   }
   auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
   tandem::runtime::Executable exe(
-      plan, [](int) { return tandem::runtime::device_context("cpu:0"); },
+      plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
       [&](int, int id) -> void* {
         for (const auto& v : layer.weights())
           if (v->id() == id) return v->value().raw();

@@ -1,6 +1,5 @@
 // compile, fit, evaluate and predict: the loops around compiled steps.
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -43,8 +42,8 @@ class Feeder {
     std::size_t offset = 0;
     for (std::size_t p = 0; p < step.x.size(); ++p) {
       const auto n = static_cast<std::size_t>(step.rows[p]);
-      std::memcpy(step.x[p], x + offset * x_row_, n * x_row_);
-      if (y_row_) std::memcpy(step.y[p], y + offset * y_row_, n * y_row_);
+      step.write_x(p, x + offset * x_row_, n * x_row_);
+      if (y_row_) step.write_y(p, y + offset * y_row_, n * y_row_);
       offset += n;
     }
     prefetch_.release(b);
@@ -66,7 +65,9 @@ void Model::compile(const CompileOptions& o) {
   m.loss = o.loss.ptr;
   m.metrics = o.metrics;
   m.strategy = o.strategy ? o.strategy : distribute::Default();
+  m.host_view();  // the values trained so far, before the steps and their devices go
   m.steps.clear();
+  m.homes.clear();
   m.compiled = true;
 }
 
@@ -106,7 +107,7 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
 
 History Model::fit(const Dataset& input_data, const FitOptions& o) {
   Impl& m = *impl_;
-  m.settle_steps();
+  m.host_view();
   if (!m.compiled) throw ValueError("Model \"" + name() + "\": call compile() before fit()");
   if (o.batch_size < 1) throw ValueError("fit: batch_size must be >= 1, got " + std::to_string(o.batch_size));
   if (o.epochs < 0) throw ValueError("fit: epochs must be >= 0, got " + std::to_string(o.epochs));
@@ -154,7 +155,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     progress_.history_epochs.clear(), progress_.history.clear();
   }
   Feeder feeder(batches, data, true);
-  m.sync_replicas();  // after on_train_begin, which may have loaded weights
+  m.begin_steps();  // after on_train_begin, which may have loaded weights
   for (int epoch = progress_.epoch; epoch < o.epochs && !stop_training; ++epoch) {
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
     batches.start_epoch(epoch);
@@ -180,7 +181,9 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       for (auto& c : callbacks) c->on_train_batch_begin(b, {});
       const bool trace = !o.trace_path.empty() && steps_run == o.trace_step;
       if (trace) step.exe->tracer().clear(), step.exe->tracer().enable(true);
+      m.before_step();
       step.exe->run();
+      m.after_step(true);
       if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);
       ++steps_run;
       acc.loss += step.sum(step.loss) * double(rows);
@@ -198,10 +201,13 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       const Logs val = evaluate(*validation, {.batch_size = o.batch_size, .verbose = 0});
       for (const auto& [k, v] : val) logs["val_" + k] = v;
     }
+    m.host_view();  // callbacks read the weights (a checkpoint, a layer's get_weights)
     for (auto& c : callbacks) c->on_epoch_end(epoch, logs);
+    m.host_changed();  // and may have written them
     progress_ = {.epoch = epoch + 1, .steps = progress_.steps, .shuffle_seed = progress_.shuffle_seed,
                  .metric_sums = std::vector<double>(m.metrics.size(), 0.0)};
   }
+  m.host_view();
   for (auto& c : callbacks) c->on_train_end({});
   return *history;
 }
@@ -216,7 +222,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   data::Batcher batches(data, o.batch_size, false, 0);
   Feeder feeder(batches, data, true);
   feeder.start_epoch();
-  m.sync_replicas();
+  m.begin_steps();
   std::vector<CallbackPtr> callbacks = o.callbacks;
   if (o.verbose > 0) {
     auto bar = std::make_shared<ProgbarLogger>(std::cout);
@@ -231,6 +237,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
     CompiledStep& step = m.step(StepKind::Test, rows, target_type(data, rows));
     feeder.feed(b, step);
     step.exe->run();
+    m.after_step(false);
     acc.loss += step.sum(step.loss) * double(rows);
     for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.sum(step.metrics[i]);
     acc.rows += rows;
@@ -256,7 +263,7 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
   data::Batcher batches(data, o.batch_size, false, 0);
   Feeder feeder(batches, data, false);
   feeder.start_epoch();
-  m.sync_replicas();
+  m.begin_steps();
   Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
   std::shared_ptr<ProgbarLogger> bar;
   if (o.verbose > 0) {
@@ -275,7 +282,7 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
     const std::size_t row_bytes = result.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, x.shape()[0]));
     for (int p = 0; p < step.exe->programs(); ++p) {  // replicas' rows, in order
       const std::size_t bytes = row_bytes * static_cast<std::size_t>(step.rows[static_cast<std::size_t>(p)]);
-      std::memcpy(static_cast<std::byte*>(result.raw()) + offset, step.exe->fetch(p, step.output), bytes);
+      step.exe->copy_fetch(p, step.output, static_cast<std::byte*>(result.raw()) + offset, bytes);
       offset += bytes;
     }
     if (bar) bar->on_predict_batch_end(b, {});

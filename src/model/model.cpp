@@ -83,18 +83,19 @@ std::vector<VariablePtr> Model::trainable_weights() const {
   return out;
 }
 std::vector<Tensor> Model::get_weights() const {
-  impl_->settle_steps();
+  impl_->host_view();
   std::vector<Tensor> out;
   for (const auto& w : impl_->weights()) out.push_back(w->value().clone());
   return out;
 }
 void Model::set_weights(const std::vector<Tensor>& values) {
-  impl_->settle_steps();
+  impl_->host_view();
   const auto ws = impl_->weights();
   if (values.size() != ws.size())
     throw ValueError("Model \"" + impl_->name + "\": set_weights expected " + std::to_string(ws.size()) + " arrays, got " +
                      std::to_string(values.size()));
   for (std::size_t i = 0; i < ws.size(); ++i) ws[i]->assign(values[i].cast(ws[i]->value().dtype()));
+  impl_->host_changed();
 }
 const OptimizerPtr& Model::optimizer() const { return impl_->optimizer; }
 std::size_t Model::planned_arena_bytes() const { return impl_->last_arena_bytes; }

@@ -10,6 +10,7 @@
 #include "io/weights_file.h"
 #include "model/symbol.h"
 #include "runtime/executable.h"
+#include "runtime/variable_homes.h"
 #include "tandem/model.h"
 
 namespace tandem {
@@ -18,8 +19,8 @@ namespace tandem {
 // accumulators (the steps between two synchronisations when a strategy accumulates gradients).
 enum class StepKind { Train, Accumulate, Test, Predict };
 
-// One compiled step for one global batch size: per program (replica), where to write its rows
-// of the inputs; fetch indices are the same in every program.
+// One compiled step for one global batch size: per program (replica), where in its device's memory
+// to write its rows of the inputs; fetch indices are the same in every program.
 struct CompiledStep {
   std::unique_ptr<runtime::Executable> exe;
   std::vector<void*> x, y;       // per program
@@ -29,6 +30,9 @@ struct CompiledStep {
   int output = -1;
   // Sums a fetched float scalar over the programs (partial losses and metric sums).
   double sum(int fetch) const;
+  // Copies `rows` rows of `row_bytes` each from host memory into program p's input x (or y).
+  void write_x(std::size_t p, const std::byte* host, std::size_t bytes) const;
+  void write_y(std::size_t p, const std::byte* host, std::size_t bytes) const;
 };
 
 struct Model::Impl {
@@ -56,12 +60,24 @@ struct Model::Impl {
   // compiled. Throws (naming `what`) if the model is not built yet. In weights_io.cpp.
   io::WeightsModel weights_model(const char* what) const;
 
-  // Replicas other than the first keep their own copies of every variable; they are made equal
-  // to the model's (the first replica's) values at the start of fit, evaluate and predict.
-  std::map<std::pair<int, int>, Tensor> replica_values;  // (program, variable id)
-  void sync_replicas();
+  // Every device that runs a step keeps its own copy (home) of each variable the step uses. The
+  // host tensors (what get_weights, save and the layers show) are brought up to date lazily:
+  //   host_view()   before the host tensors are read or written: settles any abandoned step and,
+  //                 if the devices hold newer values (training ran), copies them to the host;
+  //   host_changed() after the host tensors were written: the next step copies them to the devices;
+  //   begin_steps() at the start of fit, evaluate and predict: host_view(), then host -> devices
+  //                 (the host may have been written through a layer's set_weights).
+  // Every entry point that runs steps or touches variables calls one of them.
+  runtime::VariableHomes homes;
+  bool devices_newer = false, host_newer = false;
+  void host_view();
+  void host_changed() { host_newer = true; }
+  void begin_steps();
+  void before_step();               // pushes host writes made since the last step (callbacks)
+  void after_step(bool trained) { devices_newer = devices_newer || trained; }
+  std::vector<VariablePtr> all_variables() const;
   // Waits for any step the watchdog abandoned, so nothing reads or writes the variables or a
-  // step's inputs while it may still run. Every entry point that runs or touches them calls it.
+  // step's inputs while it may still run.
   void settle_steps();
 
   // Gradient accumulation (a strategy's sync_every = k > 1): one accumulator per trainable

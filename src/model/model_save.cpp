@@ -99,7 +99,7 @@ TrainingState parse_training_state(const io::H5File& f) {
 
 void Model::save(const std::string& path) {
   check_extension(path);
-  impl_->settle_steps();
+  impl_->host_view();
   const Impl& m = *impl_;
   const io::WeightsModel weights = m.weights_model("save");
   const Json model_config = detail::model_config({m.name, m.class_name, m.input, m.output, m.calls, weights.layers});

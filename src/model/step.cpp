@@ -1,6 +1,5 @@
 // Builds the graphs of one step (train, test or predict) for one global batch size — one graph
 // per replica of the strategy — lowers them and binds them to memory. Cached per batch size.
-#include <cstring>
 #include <numeric>
 #include <unordered_map>
 
@@ -10,7 +9,7 @@
 #include "model/call_context.h"
 #include "model/model_impl.h"
 #include "ops/ops.h"
-#include "runtime/devices.h"
+#include "backend/device.h"
 
 namespace tandem {
 
@@ -26,24 +25,43 @@ graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(
 
 double CompiledStep::sum(int fetch) const {
   double s = 0;
-  for (int p = 0; p < exe->programs(); ++p) s += *static_cast<const float*>(exe->fetch(p, fetch));
+  for (int p = 0; p < exe->programs(); ++p) {
+    float v = 0;
+    exe->copy_fetch(p, fetch, &v, sizeof v);
+    s += v;
+  }
   return s;
+}
+
+void CompiledStep::write_x(std::size_t p, const std::byte* host, std::size_t bytes) const {
+  if (x[p]) exe->device(static_cast<int>(p)).copy_in(x[p], host, bytes);
+}
+
+void CompiledStep::write_y(std::size_t p, const std::byte* host, std::size_t bytes) const {
+  if (y[p]) exe->device(static_cast<int>(p)).copy_in(y[p], host, bytes);
 }
 
 int Model::Impl::accumulation_steps() const { return strategy ? strategy->sync_every() : 1; }
 
 bool Model::Impl::next_step_syncs() const {
   const int k = accumulation_steps();
-  return k == 1 || (micro_step->value().data<int64_t>()[0] + 1) % k == 0;
+  if (k == 1) return true;
+  homes.to_host(*micro_step);  // the devices count the steps
+  return (micro_step->value().data<int64_t>()[0] + 1) % k == 0;
+}
+
+std::vector<VariablePtr> Model::Impl::all_variables() const {
+  std::vector<VariablePtr> vars = weights();
+  if (optimizer)
+    for (const VariablePtr& v : optimizer->variables()) vars.push_back(v);
+  for (const VariablePtr& a : accumulators) vars.push_back(a);
+  if (micro_step) vars.push_back(micro_step);
+  return vars;
 }
 
 std::unordered_map<int, VariablePtr> Model::Impl::variables_by_id() const {
   std::unordered_map<int, VariablePtr> vars;
-  for (const VariablePtr& w : weights()) vars[w->id()] = w;
-  if (optimizer)
-    for (const VariablePtr& v : optimizer->variables()) vars[v->id()] = v;
-  for (const VariablePtr& a : accumulators) vars[a->id()] = a;
-  if (micro_step) vars[micro_step->id()] = micro_step;
+  for (const VariablePtr& v : all_variables()) vars[v->id()] = v;
   return vars;
 }
 
@@ -51,12 +69,23 @@ void Model::Impl::settle_steps() {
   for (auto& [key, step] : steps) step.exe->settle();
 }
 
-void Model::Impl::sync_replicas() {
-  const auto vars = variables_by_id();
-  for (auto& [key, copy] : replica_values) {
-    const Tensor& source = vars.at(key.second)->value();
-    std::memcpy(copy.raw(), source.raw(), source.bytes());
-  }
+void Model::Impl::host_view() {
+  settle_steps();
+  if (!devices_newer) return;
+  homes.to_host(all_variables());
+  devices_newer = false;
+}
+
+void Model::Impl::begin_steps() {
+  host_view();
+  homes.to_devices(all_variables());
+  host_newer = false;
+}
+
+void Model::Impl::before_step() {
+  if (!host_newer) return;
+  homes.to_devices(all_variables());
+  host_newer = false;
 }
 
 // Between synchronisations the gradients are added to the accumulators; the synchronising step
@@ -166,17 +195,12 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& 
   }
 
   auto plan = std::make_shared<compile::Plan>(strategy->lower_replicas(std::move(graphs), fetches));
+  host_view();  // new homes are filled from the host tensors
   const auto vars = variables_by_id();  // bind time only
-  const auto devices = strategy->devices();
-  const int threads = strategy->threads_per_device();
+  std::vector<backend::Device*> devices;
+  for (const std::string& d : strategy->devices()) devices.push_back(&backend::open_device(d, strategy->threads_per_device()));
   step.exe = std::make_unique<runtime::Executable>(
-      plan, [&](int p) { return runtime::device_context(devices[static_cast<std::size_t>(p)], threads); },
-      [&](int p, int id) -> void* {
-        const Tensor& home = vars.at(id)->value();
-        if (p == 0) return const_cast<void*>(home.raw());
-        auto [it, added] = replica_values.try_emplace({p, id}, home.clone());
-        return it->second.raw();
-      },
+      plan, devices, [&](int p, int id) { return homes.home(*devices[static_cast<std::size_t>(p)], *vars.at(id)); },
       strategy->communicator());
   for (int p = 0; p < step.exe->programs(); ++p) {
     step.x.push_back(step.exe->feed(p, "x"));

@@ -74,12 +74,13 @@ io::WeightsModel Model::Impl::weights_model(const char* what) const {
 }
 
 void Model::save_weights(const std::string& path) {
-  impl_->settle_steps();
+  impl_->host_view();
   io::save_weights(impl_->weights_model("save_weights"), path);
 }
 
 void Model::load_weights(const std::string& path) {
-  impl_->settle_steps();
+  impl_->host_view();     // the values the file does not hold (a slot of a new optimizer) stay as trained
+  impl_->host_changed();  // the next step copies the loaded values to the devices
   io::load_weights(impl_->weights_model("load_weights"), path);
 }
 

@@ -11,12 +11,13 @@ namespace {
 constexpr auto kWaitSpin = std::chrono::microseconds(20);
 }  // namespace
 
-CommWorker::CommWorker(std::string device, Tracer* tracer, int track) : device_(std::move(device)), tracer_(tracer), track_(track) {}
+CommWorker::CommWorker(std::string device, core::TaskThread& thread, Tracer* tracer, int track)
+    : device_(std::move(device)), tracer_(tracer), track_(track), thread_(&thread) {}
 
 CommWorker::~CommWorker() = default;
 
 int CommWorker::add_slot(std::function<void()> work, std::string label) {
-  if (thread_) throw Error("internal: a communication slot added after the first collective started");
+  if (started_) throw Error("internal: a communication slot added after the first collective started");
   const int index = static_cast<int>(slots_.size());
   slots_.push_back({[this, work = std::move(work), index] {
                       const double t0 = tracer_ ? tracer_->now() : 0;
@@ -28,21 +29,18 @@ int CommWorker::add_slot(std::function<void()> work, std::string label) {
 }
 
 void CommWorker::start(int slot) {
-  if (!thread_) {
-    thread_ = std::make_unique<core::TaskThread>(static_cast<int>(slots_.size()), core::Clock::duration::zero());
-    slot_of_ticket_.assign(slots_.size(), 0);
-  }
+  started_ = true;
   Slot& s = slots_[static_cast<std::size_t>(slot)];
   s.ticket = thread_->post(s.run);
-  slot_of_ticket_[s.ticket % slot_of_ticket_.size()] = static_cast<uint64_t>(slot);
 }
 
 void CommWorker::timed_out(uint64_t ticket) const {
-  // The collective still running is the oldest unfinished one.
-  uint64_t running = ticket;
-  while (running > 0 && !thread_->finished(running - 1)) --running;
-  const Slot& s = slots_[static_cast<std::size_t>(slot_of_ticket_[running % slot_of_ticket_.size()])];
-  throw TimeoutError("watchdog: " + device_ + " communication thread did not finish " + s.label + " within " +
+  // The collective still running is this step's oldest unfinished one.
+  const Slot* running = nullptr;
+  for (const Slot& s : slots_)
+    if (s.ticket <= ticket && !thread_->finished(s.ticket) && (!running || s.ticket < running->ticket)) running = &s;
+  const std::string label = running ? running->label : "a collective";
+  throw TimeoutError("watchdog: " + device_ + " communication thread did not finish " + label + " within " +
                      std::to_string(watchdog_timeout().count()) + " ms");
 }
 
@@ -52,7 +50,7 @@ void CommWorker::wait(int slot) {
 }
 
 void CommWorker::drain() {
-  if (!thread_ || thread_->posted() == 0) return;
+  if (!started_ || thread_->posted() == 0) return;
   const uint64_t last = thread_->posted() - 1;
   const auto deadline = core::Clock::now() + watchdog_timeout();
   for (;;) {

@@ -1,6 +1,6 @@
-// A device's communication thread: runs that device's collectives in the order they are started,
-// so they overlap the device's compute. Slots are fixed when a Plan is bound; starting and
-// waiting allocate nothing.
+// One compiled step's collectives on a device's communication thread (runtime/device_threads.h),
+// run in the order they are started, so they overlap the device's compute. Slots are fixed when a
+// Plan is bound; starting and waiting allocate nothing.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ class Tracer;
 
 class CommWorker {
  public:
-  CommWorker(std::string device, Tracer* tracer, int track);
+  CommWorker(std::string device, core::TaskThread& thread, Tracer* tracer, int track);
   ~CommWorker();
   CommWorker(const CommWorker&) = delete;
   CommWorker& operator=(const CommWorker&) = delete;
@@ -42,8 +42,8 @@ class CommWorker {
   Tracer* tracer_;
   int track_;
   std::vector<Slot> slots_;
-  std::vector<uint64_t> slot_of_ticket_;  // ring: which slot each unfinished ticket runs, for errors
-  std::unique_ptr<core::TaskThread> thread_;  // made at the first start, once the slots are known
+  core::TaskThread* thread_;  // the device's, shared with every other step on it
+  bool started_ = false;
 };
 
 }  // namespace tandem::runtime

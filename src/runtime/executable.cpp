@@ -1,28 +1,24 @@
 #include "runtime/executable.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
-#include "backend/cpu/denormals.h"
 #include "distribute/comm/communicator.h"
 #include "ops/registry.h"
 #include "runtime/comm_context.h"
+#include "runtime/device_threads.h"
 #include "tandem/errors.h"
 #include "tandem/watchdog.h"
 
 namespace tandem::runtime {
 
 namespace {
-// A device worker spins this long for its next step before it sleeps: the caller posts steps a
-// few microseconds apart. The caller itself sleeps soon: on two cores its spinning would slow
-// the workers it waits for.
-constexpr auto kIdleSpin = std::chrono::microseconds(200);
+// The caller sleeps soon while it waits for the devices: on two cores its spinning would slow the
+// workers it waits for.
 constexpr auto kWaitSpin = std::chrono::microseconds(5);
 }  // namespace
 
 struct Executable::Bound {
-  std::unique_ptr<std::byte[], void (*)(void*)> arena{nullptr, nullptr};
+  backend::DeviceBuffer arena;
   std::vector<std::vector<void*>> pointers;  // [node][output]
   std::vector<std::vector<backend::KernelFn>> blocks;
   std::vector<std::vector<const char*>> names;  // op of each kernel, for traces
@@ -33,9 +29,12 @@ struct Executable::Bound {
   CommContext comm;
 };
 
-Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::function<void*(int)>& context,
+Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<backend::Device*> devices,
                        const std::function<void*(int, int)>& variable, std::shared_ptr<distribute::comm::Communicator> comm)
-    : plan_(std::move(plan)), comm_(std::move(comm)) {
+    : plan_(std::move(plan)), comm_(std::move(comm)), devices_(std::move(devices)) {
+  if (devices_.size() != plan_->programs.size())
+    throw Error("internal: a plan of " + std::to_string(plan_->programs.size()) + " programs bound to " +
+                std::to_string(devices_.size()) + " devices");
   std::vector<std::string> tracks;
   for (const compile::Program& prog : plan_->programs) {
     tracks.push_back(prog.device + " compute");
@@ -45,17 +44,17 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
   for (std::size_t p = 0; p < plan_->programs.size(); ++p) {
     const compile::Program& prog = plan_->programs[p];
     const graph::Graph& g = prog.graph;
+    backend::Device& device = *devices_[p];
+    DeviceThreads& threads = device_threads(device);
+    device_workers_.push_back(&threads.worker);
     auto b = std::make_unique<Bound>();
-    const std::size_t bytes = std::max<std::size_t>(64, prog.memory.arena_bytes);
-    b->arena = {static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)), std::free};
-    if (!b->arena) throw Error("cannot allocate a " + std::to_string(bytes) + "-byte arena for " + prog.device);
-    std::memset(b->arena.get(), 0, bytes);  // touch every page now, not in the first step
+    b->arena = device.allocate(prog.memory.arena_bytes);
     if (comm_) {
-      b->comm_worker = std::make_unique<CommWorker>(prog.device, &tracer_, static_cast<int>(2 * p + 1));
+      b->comm_worker = std::make_unique<CommWorker>(prog.device, threads.communication, &tracer_, static_cast<int>(2 * p + 1));
       b->comm = {comm_.get(), static_cast<int>(p), b->comm_worker.get(), {}};
     }
     b->pointers.resize(static_cast<std::size_t>(g.size()));
-    void* ctx = context(static_cast<int>(p));
+    void* ctx = device.kernel_context();
     for (const compile::Block& block : prog.blocks)
       for (int id : block.nodes) {
         const graph::Node& n = g.node(id);
@@ -66,7 +65,7 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
             ptrs.push_back(variable(static_cast<int>(p), static_cast<int>(n.attrs.i("var"))));
           else if (off == compile::MemoryPlan::kExternal)  // a view of an input (maybe of a variable)
             ptrs.push_back(b->pointers[static_cast<std::size_t>(n.inputs[o].node)][static_cast<std::size_t>(n.inputs[o].index)]);
-          else ptrs.push_back(b->arena.get() + off);
+          else ptrs.push_back(b->arena.data() + off);
         }
       }
     for (const compile::Block& block : prog.blocks) {
@@ -81,7 +80,7 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
           init.in_types.push_back(g.type(in));
           init.in.push_back(b->pointers[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
         }
-        const auto& factory = backend::find_kernel(n.op, backend::DeviceKind::Cpu, backend::kernel_dtype(g, n));
+        const auto& factory = backend::find_kernel(n.op, device.kernel_kind(), backend::kernel_dtype(g, n));
         if (auto fn = factory(init)) {
           fns.push_back(std::move(fn));
           names.push_back(n.op.c_str());
@@ -95,12 +94,28 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, const std::fun
   }
   for (std::size_t p = 0; p < bound_.size(); ++p) {
     device_steps_.push_back([this, p] { run_guarded(static_cast<int>(p)); });
-    device_workers_.push_back(std::make_unique<core::TaskThread>(1, kIdleSpin));
   }
   tickets_.resize(bound_.size());
 }
 
-Executable::~Executable() = default;
+Executable::~Executable() {
+  if (!abandoned_) return;
+  // A stalled step still runs kernels over this arena and these closures: wait for it, and drop
+  // its errors (reported when it was abandoned) so no later step on the device sees them.
+  for (std::size_t p = 0; p < device_workers_.size(); ++p)
+    for (;;) {
+      try {
+        if (device_workers_[p]->wait(tickets_[p], core::Clock::now() + watchdog_timeout())) break;
+      } catch (...) {
+        break;
+      }
+    }
+  for (auto& b : bound_)
+    if (b->comm_worker) try {
+        b->comm_worker->drain();
+      } catch (...) {
+      }
+}
 
 void* Executable::feed(int program, const std::string& name) const {
   const graph::Graph& g = plan_->programs[static_cast<std::size_t>(program)].graph;
@@ -118,10 +133,13 @@ const void* Executable::fetch(int program, int index) const {
   return bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)];
 }
 
+void Executable::copy_fetch(int program, int index, void* host_dst, std::size_t bytes) const {
+  device(program).copy_out(host_dst, fetch(program, index), bytes);
+}
+
 std::size_t Executable::arena_bytes(int program) const { return plan_->programs[static_cast<std::size_t>(program)].memory.arena_bytes; }
 
 void Executable::run_program(int p) {
-  const backend::cpu::FlushDenormals flush;  // this thread's float mode, restored on return
   Bound& b = *bound_[static_cast<std::size_t>(p)];
   const bool tracing = tracer_.enabled();
   for (const compile::Action& a : plan_->schedule[static_cast<std::size_t>(p)]) {
@@ -143,6 +161,7 @@ void Executable::run_program(int p) {
     }
   }
   b.current.store(-1, std::memory_order_relaxed);
+  devices_[static_cast<std::size_t>(p)]->synchronize();
 }
 
 void Executable::run_guarded(int p) {

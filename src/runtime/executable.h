@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/device.h"
 #include "backend/kernel_registry.h"
 #include "compile/plan.h"
 #include "core/task_thread.h"
@@ -27,15 +28,21 @@ class CommWorker;
 
 class Executable {
  public:
-  // `context(p)` is program p's device context; `variable(p, id)` the storage of variable `id`
-  // on that device (it must outlive the Executable). `comm` is needed when programs communicate.
-  Executable(std::shared_ptr<const compile::Plan> plan, const std::function<void*(int program)>& context,
+  // `devices[p]` runs program p; `variable(p, id)` is the home of variable `id` on that device
+  // (it must outlive the Executable). `comm` is needed when programs communicate. Steps run on
+  // each device's worker thread, shared with every other Executable (runtime/device_threads.h).
+  Executable(std::shared_ptr<const compile::Plan> plan, std::vector<backend::Device*> devices,
              const std::function<void*(int program, int variable_id)>& variable,
              std::shared_ptr<distribute::comm::Communicator> comm = nullptr);
-  ~Executable();
+  ~Executable();  // waits for a step the watchdog abandoned: its kernels use this arena
 
-  void* feed(int program, const std::string& placeholder) const;  // where to write an input
-  const void* fetch(int program, int index) const;                // a fetched value after run()
+  backend::Device& device(int program) const { return *devices_[static_cast<std::size_t>(program)]; }
+  // Device memory to write an input to, through device(program).copy_in; null if the step does
+  // not read it.
+  void* feed(int program, const std::string& placeholder) const;
+  const void* fetch(int program, int index) const;  // a fetched value after run(), in device memory
+  // Copies fetch `index` of `program` out of device memory.
+  void copy_fetch(int program, int index, void* host_dst, std::size_t bytes) const;
   std::size_t arena_bytes(int program) const;
   int programs() const { return static_cast<int>(bound_.size()); }
   const compile::Plan& plan() const { return *plan_; }
@@ -68,8 +75,8 @@ class Executable {
   std::vector<std::function<void()>> device_steps_;  // what each device worker runs for a step
   std::vector<uint64_t> tickets_;                    // each device's current step
   bool abandoned_ = false;                           // a step outlived the watchdog and may still run
-  // Last: destroyed first, so no worker still runs a kernel when the arenas go.
-  std::vector<std::unique_ptr<core::TaskThread>> device_workers_;
+  std::vector<backend::Device*> devices_;
+  std::vector<core::TaskThread*> device_workers_;  // the devices', shared
 };
 
 }  // namespace tandem::runtime

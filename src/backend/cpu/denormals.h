@@ -10,6 +10,13 @@
 
 namespace tandem::backend::cpu {
 
+// For a thread that runs only kernels (a device's worker): flushed for the rest of its life.
+inline void flush_denormals_on_this_thread() {
+#if defined(__SSE__)
+  _mm_setcsr(_mm_getcsr() | 0x8040u);  // FTZ | DAZ
+#endif
+}
+
 class FlushDenormals {
  public:
 #if defined(__SSE__)

@@ -1,0 +1,65 @@
+#include "backend/device.h"
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/registry.h"
+#include "tandem/errors.h"
+
+namespace tandem::backend {
+
+namespace {
+core::Registry<std::string, DeviceFactory>& device_kinds() {
+  static core::Registry<std::string, DeviceFactory> r("device kind");  // built on first use, like the kernels'
+  return r;
+}
+
+std::string known_kinds() {
+  std::string s;
+  for (const auto& [kind, slot] : device_kinds().entries()) s += (s.empty() ? "\"" : ", \"") + kind + "\", \"" + kind + ":N\"";
+  return s;
+}
+}  // namespace
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (device_ && data_) device_->release(data_, bytes_);
+    device_ = o.device_, data_ = o.data_, bytes_ = o.bytes_;
+    o.device_ = nullptr, o.data_ = nullptr, o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (device_ && data_) device_->release(data_, bytes_);
+}
+
+DeviceKindRegistration::DeviceKindRegistration(const char* kind, DeviceFactory factory, std::source_location loc) {
+  device_kinds().add(kind, std::move(factory), loc);
+}
+
+DeviceName parse_device(const std::string& device) {
+  const auto colon = device.find(':');
+  const std::string kind = device.substr(0, colon);
+  const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
+  const bool digits = !index.empty() && index.size() < 6 && index.find_first_not_of("0123456789") == std::string::npos;
+  const bool known = device_kinds().find(kind) != nullptr;
+  if (!known && kind == "gpu" && digits)
+    throw ValueError("device '" + device + "' is not available: this build of Tandem has no GPU backend; use \"cpu\" devices");
+  if (!known || !digits) throw ValueError("unknown device '" + device + "'; expected " + known_kinds() + " or \"gpu:N\"");
+  return {kind, std::stoi(index)};
+}
+
+Device& open_device(const std::string& device, int threads) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, int>, std::unique_ptr<Device>> devices;
+  const DeviceName name = parse_device(device);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::lock_guard lock(mutex);
+  auto& d = devices[{name.str(), threads}];
+  if (!d) d = (*device_kinds().find(name.kind))(name, threads);
+  return *d;
+}
+
+}  // namespace tandem::backend

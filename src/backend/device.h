@@ -1,0 +1,93 @@
+// A device as the runtime and the model see it: memory, copies in and out, the context its kernels
+// run with, per-thread setup, synchronisation. Nothing outside a backend touches device memory in
+// any other way, so a second kind of device (CUDA) is a second implementation of this interface.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <source_location>
+#include <string>
+
+#include "backend/kernel_registry.h"
+
+namespace tandem::backend {
+
+// A parsed device name: "cpu" is {"cpu", 0}, "gpu:1" is {"gpu", 1}.
+struct DeviceName {
+  std::string kind;
+  int index = 0;
+  std::string str() const { return kind + ":" + std::to_string(index); }
+};
+
+// Parses "kind" or "kind:N" for a registered device kind; throws ValueError naming the string and
+// the kinds this build has (a "gpu" device in a build without a GPU backend says so).
+DeviceName parse_device(const std::string& name);
+
+class Device;
+
+// Device memory that returns itself to its device.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device* device, std::byte* data, std::size_t bytes) : device_(device), data_(data), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  std::byte* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  Device* device_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class Device {
+ public:
+  explicit Device(DeviceName name) : name_(std::move(name)), label_(name_.str()) {}
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::string& name() const { return label_; }  // "cpu:0"
+  const DeviceName& parsed_name() const { return name_; }
+  virtual DeviceKind kernel_kind() const = 0;  // which registered kernels run here
+
+  // At least `bytes` of device memory, 64-byte aligned, every page touched (a planned arena never
+  // faults in a step). The contents are unspecified: the memory plan writes before it reads.
+  virtual DeviceBuffer allocate(std::size_t bytes) = 0;
+  virtual void copy_in(void* device_dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy_out(void* host_dst, const void* device_src, std::size_t bytes) = 0;
+  // What this device's kernels receive as KernelInit::context.
+  virtual void* kernel_context() = 0;
+  // Called once on each thread that will run this device's kernels (the CPU flushes denormals).
+  virtual void setup_worker_thread() = 0;
+  // Returns when the work issued from the calling thread has finished on the device.
+  virtual void synchronize() = 0;
+
+ protected:
+  friend class DeviceBuffer;
+  virtual void release(std::byte* data, std::size_t bytes) = 0;
+
+ private:
+  DeviceName name_;
+  std::string label_;
+};
+
+// Makes a device of one kind: `threads` is how many host threads it may use (0: all cores).
+using DeviceFactory = std::function<std::unique_ptr<Device>(const DeviceName& name, int threads)>;
+
+// The device `name` with that many threads, created on first use and kept for the process.
+Device& open_device(const std::string& name, int threads = 0);
+
+struct DeviceKindRegistration {
+  DeviceKindRegistration(const char* kind, DeviceFactory factory, std::source_location loc = std::source_location::current());
+};
+
+}  // namespace tandem::backend
+
+#define REGISTER_DEVICE_KIND(kind, factory) \
+  static const ::tandem::backend::DeviceKindRegistration TANDEM_KCAT(device_kind_registration_, __COUNTER__)(kind, factory)
