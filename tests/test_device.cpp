@@ -1,0 +1,205 @@
+// The Device seam, proven with a second device kind before a GPU uses it: "sim" devices keep their
+// memory apart from the host's, reachable only through their copies, which check every address
+// against the device's live allocations. New memory is filled with NaN bytes, so a step that read
+// memory it had not written would show NaN. The sim device runs the CPU kernels, so its results
+// must equal the cpu device's bit for bit.
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "backend/cpu/context.h"
+#include "backend/cpu/denormals.h"
+#include "backend/device.h"
+#include "runtime/device_threads.h"
+
+namespace tl = tandem::layers;
+namespace dist = tandem::distribute;
+using tandem::backend::DeviceBuffer;
+using tandem::backend::DeviceName;
+
+namespace {
+
+struct SimStats {
+  std::mutex mutex;
+  std::size_t bytes_in = 0, bytes_out = 0, allocations = 0;
+};
+SimStats& stats() {
+  static SimStats s;
+  return s;
+}
+
+class SimDevice : public tandem::backend::Device {
+ public:
+  SimDevice(const DeviceName& name, int threads) : Device(name), context_(threads) {}
+  tandem::backend::DeviceKind kernel_kind() const override { return tandem::backend::DeviceKind::Cpu; }
+  DeviceBuffer allocate(std::size_t bytes) override {
+    const std::size_t rounded = (std::max<std::size_t>(64, bytes) + 63) / 64 * 64;
+    auto* data = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+    REQUIRE(data);
+    std::memset(data, 0xff, rounded);  // NaN in every float and double
+    std::lock_guard lock(mutex_);
+    live_[data] = rounded;
+    std::lock_guard stats_lock(stats().mutex);
+    ++stats().allocations;
+    return DeviceBuffer(this, data, rounded);
+  }
+  void copy_in(void* device_dst, const void* host_src, std::size_t bytes) override {
+    check_inside(device_dst, bytes, "copy_in");
+    std::memcpy(device_dst, host_src, bytes);
+    std::lock_guard lock(stats().mutex);
+    stats().bytes_in += bytes;
+  }
+  void copy_out(void* host_dst, const void* device_src, std::size_t bytes) override {
+    check_inside(device_src, bytes, "copy_out");
+    std::memcpy(host_dst, device_src, bytes);
+    std::lock_guard lock(stats().mutex);
+    stats().bytes_out += bytes;
+  }
+  void* kernel_context() override { return &context_; }
+  void setup_worker_thread() override { tandem::backend::cpu::flush_denormals_on_this_thread(); }
+  void synchronize() override {}
+
+ protected:
+  void release(std::byte* data, std::size_t) override {
+    {
+      std::lock_guard lock(mutex_);
+      live_.erase(data);
+    }
+    std::free(data);
+  }
+
+ private:
+  // A copy must stay inside one live allocation of this device: a host pointer, or another
+  // device's, is an error the real seam would turn into a crash or a silent wrong result.
+  void check_inside(const void* p, std::size_t bytes, const char* what) {
+    const auto* b = static_cast<const std::byte*>(p);
+    std::lock_guard lock(mutex_);
+    auto it = live_.upper_bound(const_cast<std::byte*>(b));
+    const bool inside = it != live_.begin() && (--it, b >= it->first && b + bytes <= it->first + it->second);
+    if (!inside) {
+      std::fprintf(stderr, "%s on %s: %zu bytes at %p are not in this device's memory\n", what, name().c_str(), bytes, p);
+      std::abort();
+    }
+  }
+  tandem::backend::cpu::Context context_;
+  std::mutex mutex_;
+  std::map<std::byte*, std::size_t> live_;
+};
+
+REGISTER_DEVICE_KIND("sim", [](const DeviceName& name, int threads) { return std::make_unique<SimDevice>(name, threads); });
+
+tandem::Dataset blobs(int64_t rows, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(rows * 8));
+  std::vector<int32_t> y(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(r % 3);
+    for (int64_t f = 0; f < 8; ++f) x[static_cast<std::size_t>(r * 8 + f)] = normal(gen) + (f % 3 == r % 3 ? 1.5f : 0.0f);
+  }
+  return {tandem::Tensor::from({rows, 8}, std::span<const float>(x)), tandem::Tensor::from({rows}, std::span<const int32_t>(y))};
+}
+
+std::unique_ptr<tandem::Sequential> make_model(dist::StrategyPtr strategy) {
+  tandem::set_random_seed(3);
+  auto model = std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+      tl::InputLayer({8}), tl::Dense(16, "relu"), tl::BatchNormalization(), tl::Dropout(0.25), tl::Dense(3)});
+  model->compile({.optimizer = tandem::optimizers::Adam(1e-2),
+                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .metrics = {"accuracy"}, .strategy = strategy});
+  return model;
+}
+
+void check_bitwise_equal(const std::vector<tandem::Tensor>& a, const std::vector<tandem::Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].bytes() == b[i].bytes());
+    CHECK(std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) == 0);
+  }
+}
+
+struct Results {
+  std::vector<tandem::Tensor> weights;
+  tandem::Logs evaluation;
+  tandem::Tensor predictions;
+  std::vector<tandem::Tensor> reloaded;  // weights after save_weights and load_weights into a fresh model
+  tandem::Tensor loaded_predictions;     // of a whole model saved and loaded
+};
+
+Results run_everything(const std::string& device, const std::string& dir) {
+  auto model = make_model(dist::Default(device));
+  const auto data = blobs(100, 1);  // batches of 32: 3 full and one of 4 rows
+  model->fit(data, {.epochs = 3, .batch_size = 32, .verbose = 0});
+  Results r;
+  r.weights = model->get_weights();
+  r.evaluation = model->evaluate(blobs(40, 2), {.batch_size = 16, .verbose = 0});
+  r.predictions = model->predict(blobs(10, 3).x(), {.batch_size = 4, .verbose = 0});
+  model->save_weights(dir + "/w.weights.h5");
+  model->save(dir + "/m.h5");
+  auto fresh = make_model(dist::Default(device));
+  fresh->predict(blobs(2, 4).x(), {.verbose = 0});  // builds it, with other weights
+  fresh->load_weights(dir + "/w.weights.h5");
+  r.reloaded = fresh->get_weights();
+  auto loaded = tandem::load_model(dir + "/m.h5");
+  r.loaded_predictions = loaded->predict(blobs(10, 3).x(), {.batch_size = 4, .verbose = 0});
+  return r;
+}
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/tandem_device_XXXXXX";
+  REQUIRE(mkdtemp(tmpl));
+  return tmpl;
+}
+}  // namespace
+
+TEST_CASE("device: a second device kind runs fit, evaluate, predict, save and load with the cpu device's results, bit for bit") {
+  const std::string dir = temp_dir();
+  const Results cpu = run_everything("cpu:0", dir);
+  const std::size_t in_before = stats().bytes_in, out_before = stats().bytes_out;
+  const Results sim = run_everything("sim:0", dir);
+  check_bitwise_equal(sim.weights, cpu.weights);
+  for (const auto& [key, value] : cpu.evaluation) CHECK(sim.evaluation.at(key) == value);
+  check_bitwise_equal({sim.predictions}, {cpu.predictions});
+  check_bitwise_equal(sim.reloaded, cpu.weights);
+  check_bitwise_equal({sim.loaded_predictions}, {cpu.predictions});
+  check_bitwise_equal({cpu.loaded_predictions}, {cpu.predictions});
+  // Everything crossed the seam through the sim device's copies.
+  CHECK(stats().bytes_in > in_before);
+  CHECK(stats().bytes_out > out_before);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("device: Mirrored over two sim devices equals Mirrored over two cpu devices") {
+  const auto data = blobs(96, 5);
+  auto on_cpu = make_model(dist::Mirrored({"cpu:0", "cpu:1"}));
+  on_cpu->fit(data, {.epochs = 2, .batch_size = 24, .verbose = 0});
+  auto on_sim = make_model(dist::Mirrored({"sim:0", "sim:1"}));
+  on_sim->fit(data, {.epochs = 2, .batch_size = 24, .verbose = 0});
+  check_bitwise_equal(on_sim->get_weights(), on_cpu->get_weights());
+}
+
+TEST_CASE("device: fit at two batch sizes, evaluate and predict create each device's threads once") {
+  // Devices no other test uses, so the count starts at zero.
+  for (const char* d : {"sim:7", "sim:8"}) REQUIRE(tandem::runtime::device_threads_created(d) == 0);
+  auto model = make_model(dist::Mirrored({"sim:7", "sim:8"}));
+  model->fit(blobs(100, 6), {.epochs = 2, .batch_size = 32, .verbose = 0});  // steps of 32 and 4 rows
+  model->fit(blobs(100, 6), {.epochs = 1, .batch_size = 50, .verbose = 0});  // and of 50
+  model->evaluate(blobs(30, 7), {.batch_size = 16, .verbose = 0});
+  model->predict(blobs(10, 8).x(), {.batch_size = 4, .verbose = 0});
+  for (const char* d : {"sim:7", "sim:8"}) CHECK(tandem::runtime::device_threads_created(d) == 1);
+}
+
+TEST_CASE("device: names are parsed by kind; unknown kinds and a missing GPU backend are clear errors") {
+  CHECK(tandem::backend::parse_device("cpu").str() == "cpu:0");
+  CHECK(tandem::backend::parse_device("sim:12").str() == "sim:12");
+  CHECK_THROWS_WITH_AS(tandem::backend::parse_device("tpu:0"), doctest::Contains("unknown device 'tpu:0'; expected \"cpu\", \"cpu:N\""),
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::backend::parse_device("cpu:x"), doctest::Contains("unknown device 'cpu:x'"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::backend::parse_device("gpu:0"), doctest::Contains("no GPU backend"), tandem::ValueError);
+}
