@@ -7,7 +7,7 @@
 
 #include "distribute/comm/inprocess.h"
 #include "distribute/strategy.h"
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 #include "runtime/devices.h"
 #include "tandem/errors.h"
 

@@ -22,7 +22,6 @@ class Communicator;
 
 namespace tandem::runtime {
 
-struct CommContext;
 class CommWorker;
 
 class Executable {
