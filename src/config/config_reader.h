@@ -21,8 +21,9 @@ using Json = nlohmann::ordered_json;  // keeps keys in the order written, like K
 Json initializer_json(const std::string& name);
 Json int2_json(const Int2& v);  // [h, w]
 
-// Reads one config (a layer's, an optimizer's, a loss's). Every accessor throws ValueError naming the class, the layer and the key:
-// `Dense "fc": config key "units": expected a positive integer, got "ten"`.
+// Reads one config (a layer's, an optimizer's, a loss's). Every accessor throws ValueError naming
+// the class, the layer and the key: `Dense "fc": config key "units": expected a positive integer,
+// got "ten"`.
 class ConfigReader {
  public:
   ConfigReader(std::string class_name, const Json& config);
