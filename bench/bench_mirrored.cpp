@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "distribute/comm/communicator.h"
+#include "comm/communicator.h"
 #include "distribute/strategy.h"
 
 namespace tl = tandem::layers;

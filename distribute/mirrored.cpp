@@ -7,8 +7,8 @@
 
 #include "distribute/comm/inprocess.h"
 #include "distribute/strategy.h"
-#include "ops/registry.h"
 #include "backend/device.h"
+#include "graph/op_registry.h"
 #include "tandem/errors.h"
 
 namespace tandem::distribute {

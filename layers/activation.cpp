@@ -1,7 +1,7 @@
 // Activation: applies a named activation function.
+#include "layer_base/call_context.h"
 #include "layers/activations.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "tandem/layers.h"
 
 namespace tandem::layers {

@@ -2,8 +2,8 @@
 // moving statistics towards them; in inference, normalise with the moving statistics.
 #include <sstream>
 
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/normalization.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"

@@ -1,6 +1,6 @@
 // Concatenate: joins a list of inputs along one axis.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"

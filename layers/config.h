@@ -1,64 +1,28 @@
 // Layer configs: what each layer's config_json() writes (Keras's get_config: the constructor
 // arguments under Keras's names) and the registry that rebuilds a layer from (class_name, config),
-// which load_model uses. Each layer file registers its own class with a static RegisterLayer.
+// which load_model uses. Each layer file registers its own class with a static RegisterLayer. Reading
+// a config (ConfigReader) is shared with optimizers and losses: config/config_reader.h.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
 
+#include "config/config_reader.h"
 #include "core/registry.h"
 #include "tandem/layer.h"
-#include "tandem/layers/conv.h"
 
 namespace tandem::layers {
 
-using Json = nlohmann::ordered_json;  // keeps keys in the order written, like Keras's dicts
+using config::ConfigReader;
+using config::initializer_json;
+using config::int2_json;
+using config::Json;
 
 // The config text of `layer`: name, trainable and dtype (as Keras starts every layer's config), then
 // `args`, the layer's own arguments.
 std::string config_text(const Layer& layer, const Json& args);
-
-// Initializers as Keras serialises them: "glorot_uniform" -> {"class_name": "GlorotUniform",
-// "config": {"seed": null}}. Names Keras has no class for are written as plain strings.
-Json initializer_json(const std::string& name);
-Json int2_json(const Int2& v);  // [h, w]
-
-// Reads one layer's config. Every accessor throws ValueError naming the class, the layer and the key:
-// `Dense "fc": config key "units": expected a positive integer, got "ten"`.
-class ConfigReader {
- public:
-  ConfigReader(std::string class_name, const Json& config);
-  const Json& json() const { return config_; }
-  std::string name() const;  // "" when absent: the layer is named automatically
-
-  int64_t integer(const char* key) const;  // required
-  int64_t integer(const char* key, int64_t fallback) const;
-  double number(const char* key) const;
-  double number(const char* key, double fallback) const;
-  bool boolean(const char* key, bool fallback) const;
-  std::string string(const char* key, const std::string& fallback) const;
-  std::string activation(const char* key) const;                                  // "linear" when absent
-  std::string initializer(const char* key, const std::string& fallback) const;    // a name or Keras's dict
-  std::vector<int64_t> integers(const char* key) const;                           // a list of integers
-  Int2 int2(const char* key) const;                                               // an integer or [h, w]
-  Int2 int2(const char* key, const Int2& fallback) const;                         // null/absent: fallback
-  std::optional<uint64_t> seed(const char* key) const;                            // null/absent: none
-  // Keys Tandem does not implement: accepted only with the value that means "not used".
-  void expect(const char* key, const Json& only) const;
-
-  [[noreturn]] void fail(const char* key, const std::string& expected) const;
-  bool has(const char* key) const;
-
- private:
-  const Json& at(const char* key) const;
-  std::string class_name_;
-  const Json& config_;
-};
 
 using LayerFactory = std::shared_ptr<Layer> (*)(const ConfigReader& config);
 

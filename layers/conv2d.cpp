@@ -1,9 +1,9 @@
 // Conv2D: y = activation(conv2d(x, kernel) + bias), kernel (kh, kw, in_channels, filters) as Keras
 // stores it, channels-last input.
+#include "layer_base/call_context.h"
 #include "layers/activations.h"
 #include "layers/config.h"
 #include "layers/conv_util.h"
-#include "model/call_context.h"
 #include "ops/conv.h"
 #include "ops/ops.h"
 #include "tandem/layers.h"

@@ -1,7 +1,7 @@
 // Dense: y = activation(x · kernel + bias), kernel (in, units) as Keras stores it.
+#include "layer_base/call_context.h"
 #include "layers/activations.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/layers.h"

@@ -1,9 +1,9 @@
 // Dropout: zeroes a fraction `rate` of elements during training and scales the rest by 1/(1−rate).
 #include <optional>
 
+#include "layer_base/call_context.h"
+#include "layer_base/initializers.h"
 #include "layers/config.h"
-#include "model/call_context.h"
-#include "model/initializers.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/layers.h"

@@ -1,6 +1,6 @@
 // Embedding: a trainable lookup table; row i is the vector of id i.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"

@@ -1,6 +1,6 @@
 // Flatten: (batch, d1, d2, ...) -> (batch, d1·d2·...).
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/layers.h"
 

@@ -1,7 +1,7 @@
 // GlobalAveragePooling2D: the mean over height and width of each channel.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
 #include "layers/conv_util.h"
-#include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/layers.h"
 

@@ -1,7 +1,7 @@
 #include "layers/input_layer.h"
 
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "tandem/errors.h"
 #include "tandem/layers.h"
 

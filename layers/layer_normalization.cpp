@@ -1,8 +1,8 @@
 // LayerNormalization (Keras 3) over the last axis; the same in training and inference.
 #include <sstream>
 
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/normalization.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"

@@ -1,7 +1,7 @@
 // Add and Multiply: elementwise merges of a list of inputs. They differ only in the op, so they
 // share one class.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/layers.h"

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <optional>
 
+#include "layer_base/call_context.h"
+#include "layer_base/initializers.h"
 #include "layers/config.h"
-#include "model/call_context.h"
-#include "model/initializers.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"

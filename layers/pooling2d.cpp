@@ -1,8 +1,8 @@
 // MaxPooling2D and AveragePooling2D: one class, like Keras's shared pooling base; they differ only
 // in the op they emit.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
 #include "layers/conv_util.h"
-#include "model/call_context.h"
 #include "ops/conv.h"
 #include "tandem/layers.h"
 

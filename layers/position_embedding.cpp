@@ -1,6 +1,6 @@
 // PositionEmbedding (keras_hub): a learned vector per sequence position, broadcast over the batch.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"

@@ -1,6 +1,6 @@
 // Reshape: each sample to target_shape (batch excluded); one dimension may be -1.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
-#include "model/call_context.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/layers.h"

@@ -1,7 +1,7 @@
 // ZeroPadding2D: zero rows above and below and zero columns left and right of each image.
+#include "layer_base/call_context.h"
 #include "layers/config.h"
 #include "layers/conv_util.h"
-#include "model/call_context.h"
 #include "ops/conv.h"
 #include "tandem/layers.h"
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds Tandem and runs the whole test suite three times: optimised,
-# under AddressSanitizer and UndefinedBehaviorSanitizer, and under ThreadSanitizer. Exits non-zero
-# on any failure.
+# Installs what is missing, checks that includes between folders follow docs/architecture.md,
+# builds Tandem and runs the whole test suite three times: optimised, under AddressSanitizer and
+# UndefinedBehaviorSanitizer, and under ThreadSanitizer. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+python3 scripts/check-includes.py  # folder dependencies follow docs/architecture.md
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2

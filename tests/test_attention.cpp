@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "model/call_context.h"
+#include "layer_base/call_context.h"
 #include "ops/attention.h"
 #include "tests/gradient_check.h"
 

@@ -12,7 +12,7 @@
 #include <random>
 #include <span>
 
-#include "model/call_context.h"
+#include "layer_base/call_context.h"
 #include "ops/conv.h"
 #include "tests/gradient_check.h"
 

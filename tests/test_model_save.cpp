@@ -16,8 +16,8 @@
 #include <tandem/tandem.h>
 
 #include "io/hdf5_file.h"
+#include "layer_base/initializers.h"
 #include "layers/config.h"
-#include "model/initializers.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;

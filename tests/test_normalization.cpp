@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/call_context.h"
+#include "layer_base/call_context.h"
 #include "ops/normalization.h"
 #include "tests/gradient_check.h"
 

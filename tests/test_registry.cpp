@@ -7,9 +7,9 @@
 #include <string>
 
 #include "backend/kernel_registry.h"
+#include "graph/op_registry.h"
 #include "layers/config.h"
 #include "model/registries.h"
-#include "ops/registry.h"
 #include "tandem/errors.h"
 
 using namespace tandem;

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "backend/kernel_registry.h"
-#include "model/call_context.h"
-#include "ops/registry.h"
+#include "graph/op_registry.h"
+#include "layer_base/call_context.h"
 
 namespace tl = tandem::layers;
 using namespace std::chrono_literals;

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vector>
 
-#include "distribute/comm/communicator.h"
+#include "comm/communicator.h"
 
 namespace tandem::distribute::comm {
 

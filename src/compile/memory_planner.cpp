@@ -1,7 +1,7 @@
 #include <algorithm>
 
 #include "compile/plan.h"
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 
 namespace tandem::compile {
 

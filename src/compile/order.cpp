@@ -2,7 +2,7 @@
 #include <tuple>
 
 #include "compile/plan.h"
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 #include "tandem/errors.h"
 
 namespace tandem::compile {

@@ -1,6 +1,6 @@
 #include "graph/graph.h"
 
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 #include "tandem/errors.h"
 
 namespace tandem::graph {

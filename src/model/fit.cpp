@@ -5,8 +5,8 @@
 
 #include "data/batcher.h"
 #include "data/prefetcher.h"
+#include "layer_base/initializers.h"
 #include "metrics/metrics.h"
-#include "model/initializers.h"
 #include "model/model_impl.h"
 #include "tandem/errors.h"
 

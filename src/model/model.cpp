@@ -4,8 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include "layer_base/call_context.h"
 #include "layers/input_layer.h"
-#include "model/call_context.h"
 #include "model/model_impl.h"
 #include "model/summary_format.h"
 #include "tandem/errors.h"

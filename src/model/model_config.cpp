@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "config/config_reader.h"
 #include "layers/config.h"
 #include "layers/input_layer.h"
 #include "tandem/errors.h"
@@ -17,7 +18,7 @@ namespace tandem::detail {
 
 namespace {
 
-using layers::ConfigReader;
+using config::ConfigReader;
 using Node = Symbol::Node;
 
 std::string who(const Layer& l) { return l.class_name() + " \"" + l.name() + "\""; }

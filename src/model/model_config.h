@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/symbol.h"
+#include "layer_base/symbol.h"
 #include "tandem/model.h"
 
 namespace tandem::detail {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "io/weights_file.h"
-#include "model/symbol.h"
+#include "layer_base/symbol.h"
 #include "runtime/executable.h"
 #include "runtime/variable_homes.h"
 #include "tandem/model.h"

@@ -11,7 +11,7 @@
 #include "io/atomic_file.h"
 #include "io/checksum.h"
 #include "io/hdf5_file.h"
-#include "model/initializers.h"
+#include "layer_base/initializers.h"
 #include "model/model_config.h"
 #include "model/model_impl.h"
 #include "tandem/errors.h"

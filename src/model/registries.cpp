@@ -1,8 +1,8 @@
 #include "model/registries.h"
 
 #include "backend/kernel_registry.h"
+#include "graph/op_registry.h"
 #include "layers/config.h"
-#include "ops/registry.h"
 
 namespace tandem {
 

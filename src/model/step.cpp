@@ -5,8 +5,8 @@
 
 #include "autodiff/autodiff.h"
 #include "distribute/strategy.h"
+#include "layer_base/call_context.h"
 #include "metrics/metrics.h"
-#include "model/call_context.h"
 #include "model/model_impl.h"
 #include "ops/ops.h"
 #include "backend/device.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 
 namespace tandem::ops {
 

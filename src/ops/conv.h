@@ -5,7 +5,7 @@
 #include <array>
 #include <string>
 
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 
 namespace tandem::ops {
 

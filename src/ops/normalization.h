@@ -2,7 +2,7 @@
 // layer normalisation, and the in-place moving-average update of BatchNormalization's statistics.
 #pragma once
 
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 
 namespace tandem::ops {
 

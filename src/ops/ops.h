@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 
 namespace tandem::ops {
 

@@ -9,24 +9,25 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm_context.h"
 #include "core/task_thread.h"
 
 namespace tandem::runtime {
 
 class Tracer;
 
-class CommWorker {
+class CommWorker final : public distribute::comm::CommQueue {
  public:
   CommWorker(std::string device, core::TaskThread& thread, Tracer* tracer, int track);
-  ~CommWorker();
+  ~CommWorker() override;
   CommWorker(const CommWorker&) = delete;
   CommWorker& operator=(const CommWorker&) = delete;
 
-  int add_slot(std::function<void()> work, std::string label);  // at bind time, before any start
-  void start(int slot);
+  int add_slot(std::function<void()> work, std::string label) override;  // at bind time, before any start
+  void start(int slot) override;
   // Rethrows what the collective threw (its own timeout, say); raises TimeoutError naming the
   // device and the collective when it has not finished within the watchdog's limit.
-  void wait(int slot);
+  void wait(int slot) override;
   // Waits until every started collective has finished (after a failure), dropping their errors;
   // raises TimeoutError like wait().
   void drain();

@@ -2,9 +2,9 @@
 
 #include <atomic>
 
-#include "distribute/comm/communicator.h"
-#include "ops/registry.h"
-#include "runtime/comm_context.h"
+#include "comm/comm_context.h"
+#include "graph/op_registry.h"
+#include "runtime/comm_worker.h"
 #include "runtime/device_threads.h"
 #include "tandem/errors.h"
 #include "tandem/watchdog.h"
@@ -26,7 +26,7 @@ struct Executable::Bound {
   std::vector<int> block_start;                   // index in kernel_nodes of each block's first
   std::atomic<int> current{-1};                   // the kernel running now, for the watchdog
   std::unique_ptr<CommWorker> comm_worker;
-  CommContext comm;
+  distribute::comm::CommContext comm;
 };
 
 Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<backend::Device*> devices,

@@ -23,7 +23,6 @@ class Communicator;
 
 namespace tandem::runtime {
 
-struct CommContext;
 class CommWorker;
 
 class Executable {

@@ -1,4 +1,4 @@
-#include "ops/registry.h"
+#include "graph/op_registry.h"
 
 #include "tandem/errors.h"
 

@@ -1,4 +1,4 @@
-#include "model/initializers.h"
+#include "layer_base/initializers.h"
 
 #include <cmath>
 #include <mutex>

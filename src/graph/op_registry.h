@@ -1,4 +1,5 @@
-// The op registry: per op, how to infer output types and how to differentiate it. Kernels are
+// The op registry: per op, how to infer output types and how to differentiate it. It lives with the
+// graph, which resolves every node against it; the ops themselves register in src/ops. Kernels are
 // elsewhere (backends); this file knows nothing of devices.
 #pragma once
 

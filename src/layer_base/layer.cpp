@@ -5,9 +5,9 @@
 #include <mutex>
 
 #include "graph/graph.h"
-#include "model/call_context.h"
-#include "model/initializers.h"
-#include "model/symbol.h"
+#include "layer_base/call_context.h"
+#include "layer_base/initializers.h"
+#include "layer_base/symbol.h"
 #include "tandem/errors.h"
 
 namespace tandem {

@@ -1,26 +1,29 @@
-// CPU kernels of the communication nodes: they hand work to the device's communication thread.
+// CPU kernels of the communication nodes: they hand work to the device's communication queue.
 #include <cstdint>
 #include <string>
 
 #include "backend/kernel_registry.h"
-#include "runtime/comm_context.h"
+#include "comm/comm_context.h"
 #include "tandem/errors.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::backend::cpu {
 
 namespace {
-using backend::KernelFn;
-using backend::KernelInit;
+using distribute::comm::CommContext;
+using distribute::comm::CommQueue;
+using distribute::comm::Communicator;
+using distribute::comm::ReduceOp;
+using distribute::comm::Wire;
 
-runtime::CommContext& comm_of(const KernelInit& k) {
+CommContext& comm_of(const KernelInit& k) {
   if (!k.comm) throw Error("internal: a communication node in a plan bound without a communicator");
-  return *static_cast<runtime::CommContext*>(k.comm);
+  return *static_cast<CommContext*>(k.comm);
 }
 
 // A bucket's gradients: one range when the memory planner laid them out back to back (padding
 // between them is reduced too, harmlessly), otherwise one all-reduce per gradient.
 KernelFn make_all_reduce_start(const KernelInit& k) {
-  runtime::CommContext& c = comm_of(k);
+  CommContext& c = comm_of(k);
   const DType dtype = k.in_types.at(0).dtype;
   const std::size_t elem = dtype_size(dtype);
   std::vector<std::pair<void*, std::size_t>> ranges;  // (start, elements)
@@ -46,30 +49,30 @@ KernelFn make_all_reduce_start(const KernelInit& k) {
   const int rank = c.rank;
   const auto bucket = static_cast<std::size_t>(k.node.attrs.i("bucket"));
   const std::string label = "all_reduce bucket " + std::to_string(bucket) + " (" + std::to_string(total / 1024) + " KB)";
-  const int slot = c.worker->add_slot(
+  const int slot = c.queue->add_slot(
       [=] {
         for (auto [p, n] : ranges) comm->all_reduce(rank, p, n, dtype, mean ? ReduceOp::Mean : ReduceOp::Sum, wire);
       },
       label);
   if (c.bucket_slots.size() <= bucket) c.bucket_slots.resize(bucket + 1, -1);
   c.bucket_slots[bucket] = slot;
-  runtime::CommWorker* worker = c.worker;
-  return [=] { worker->start(slot); };
+  CommQueue* queue = c.queue;
+  return [=] { queue->start(slot); };
 }
 
 KernelFn make_all_reduce_wait(const KernelInit& k) {
-  runtime::CommContext& c = comm_of(k);
+  CommContext& c = comm_of(k);
   const auto bucket = static_cast<std::size_t>(k.node.attrs.i("bucket"));
   if (bucket >= c.bucket_slots.size() || c.bucket_slots[bucket] < 0) throw Error("internal: all_reduce_wait before its start");
   const int slot = c.bucket_slots[bucket];
-  runtime::CommWorker* worker = c.worker;
-  return [=] { worker->wait(slot); };
+  CommQueue* queue = c.queue;
+  return [=] { queue->wait(slot); };
 }
 }  // namespace
 
-REGISTER_KERNEL("all_reduce_start", backend::DeviceKind::Cpu, DType::F32, make_all_reduce_start);
-REGISTER_KERNEL("all_reduce_start", backend::DeviceKind::Cpu, DType::F64, make_all_reduce_start);
-REGISTER_KERNEL("all_reduce_wait", backend::DeviceKind::Cpu, DType::F32, make_all_reduce_wait);
-REGISTER_KERNEL("all_reduce_wait", backend::DeviceKind::Cpu, DType::F64, make_all_reduce_wait);
+REGISTER_KERNEL("all_reduce_start", DeviceKind::Cpu, DType::F32, make_all_reduce_start);
+REGISTER_KERNEL("all_reduce_start", DeviceKind::Cpu, DType::F64, make_all_reduce_start);
+REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::F32, make_all_reduce_wait);
+REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::F64, make_all_reduce_wait);
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::backend::cpu
