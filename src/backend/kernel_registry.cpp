@@ -4,7 +4,10 @@
 
 namespace tandem::backend {
 
-const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::Cpu ? "CPU" : "CUDA"; }
+const char* device_kind_name(DeviceKind kind) {
+  static const char* const names[] = {"CPU", "CUDA"};  // in DeviceKind's order
+  return names[static_cast<int>(kind)];
+}
 
 std::string describe(const KernelKey& key) {
   return '"' + key.op + "\" on " + device_kind_name(key.kind) + " " + dtype_name(key.dtype);

@@ -48,6 +48,9 @@ struct Model::Impl {
   LossPtr loss;
   std::vector<std::string> metrics;
   distribute::StrategyPtr strategy;
+  // Declared before the steps, so destroyed after them: a step the watchdog abandoned may still
+  // run kernels over these homes, and destroying its Executable waits for it.
+  runtime::VariableHomes homes;
   std::map<std::pair<StepKind, int64_t>, CompiledStep> steps;  // cached per (kind, batch size)
   std::size_t last_arena_bytes = 0;
 
@@ -67,8 +70,7 @@ struct Model::Impl {
   //   host_changed() after the host tensors were written: the next step copies them to the devices;
   //   begin_steps() at the start of fit, evaluate and predict: host_view(), then host -> devices
   //                 (the host may have been written through a layer's set_weights).
-  // Every entry point that runs steps or touches variables calls one of them.
-  runtime::VariableHomes homes;
+  // Every entry point that runs steps or touches variables calls one of them. (`homes` is above.)
   bool devices_newer = false, host_newer = false;
   void host_view();
   void host_changed() { host_newer = true; }
