@@ -203,3 +203,26 @@ TEST_CASE("device: names are parsed by kind; unknown kinds and a missing GPU bac
   CHECK_THROWS_WITH_AS(tandem::backend::parse_device("cpu:x"), doctest::Contains("unknown device 'cpu:x'"), tandem::ValueError);
   CHECK_THROWS_WITH_AS(tandem::backend::parse_device("gpu:0"), doctest::Contains("no GPU backend"), tandem::ValueError);
 }
+
+TEST_CASE("device: at each epoch end a layer's weights show the devices' values, and a callback's writes reach them") {
+  auto model = make_model(dist::Default("sim:0"));
+  const auto data = blobs(64, 9);
+  std::vector<std::vector<tandem::Tensor>> at_epoch_end;
+  auto dense = model->layers().back();
+  model->fit(data, {.epochs = 2, .batch_size = 16, .verbose = 0,
+                    .callbacks = {tandem::callbacks::Lambda([&](int epoch, const tandem::Logs&) {
+                      at_epoch_end.push_back(dense->get_weights());
+                      if (epoch == 1) {  // zero the last layer: the next fit must start from zeros
+                        std::vector<tandem::Tensor> zeros;
+                        for (const auto& w : dense->get_weights()) zeros.emplace_back(w.shape(), w.dtype());
+                        dense->set_weights(zeros);
+                      }
+                    })}});
+  REQUIRE(at_epoch_end.size() == 2);
+  // After the first epoch the layer had trained: its values differ from the end of the second.
+  CHECK(std::memcmp(at_epoch_end[0][0].raw(), at_epoch_end[1][0].raw(), at_epoch_end[0][0].bytes()) != 0);
+  // The zeros written by the callback are what the model holds after fit, and what the devices
+  // compute with: every prediction is the last layer's (zero) bias.
+  const tandem::Tensor p = model->predict(data.x(), {.verbose = 0});
+  for (int64_t i = 0; i < p.size(); ++i) CHECK(p.item(i) == 0.0);
+}
