@@ -185,14 +185,26 @@ TEST_CASE("device: Mirrored over two sim devices equals Mirrored over two cpu de
 }
 
 TEST_CASE("device: fit at two batch sizes, evaluate and predict create each device's threads once") {
-  // Devices no other test uses, so the count starts at zero.
-  for (const char* d : {"sim:7", "sim:8"}) REQUIRE(tandem::runtime::device_threads_created(d) == 0);
+  // Devices no other test uses, so they start without threads.
+  for (const char* d : {"sim:7", "sim:8"}) REQUIRE_FALSE(tandem::runtime::has_device_threads(d));
   auto model = make_model(dist::Mirrored({"sim:7", "sim:8"}));
-  model->fit(blobs(100, 6), {.epochs = 2, .batch_size = 32, .verbose = 0});  // steps of 32 and 4 rows
-  model->fit(blobs(100, 6), {.epochs = 1, .batch_size = 50, .verbose = 0});  // and of 50
-  model->evaluate(blobs(30, 7), {.batch_size = 16, .verbose = 0});
-  model->predict(blobs(10, 8).x(), {.batch_size = 4, .verbose = 0});
-  for (const char* d : {"sim:7", "sim:8"}) CHECK(tandem::runtime::device_threads_created(d) == 1);
+  // Seven compiled steps: train at 32, 4 (the partial batch) and 50 rows, test at 16 and 14, predict at 4 and 2.
+  const auto calls = [&] {
+    model->fit(blobs(100, 6), {.epochs = 2, .batch_size = 32, .verbose = 0});
+    model->fit(blobs(100, 6), {.epochs = 1, .batch_size = 50, .verbose = 0});
+    model->evaluate(blobs(30, 7), {.batch_size = 16, .verbose = 0});
+    model->predict(blobs(10, 8).x(), {.batch_size = 4, .verbose = 0});
+  };
+  const uint64_t before = tandem::core::TaskThread::started();
+  calls();
+  const uint64_t first = tandem::core::TaskThread::started() - before;
+  calls();  // the same steps again, already compiled, on devices that have their threads
+  const uint64_t second = tandem::core::TaskThread::started() - before - first;
+  // Each fit, evaluate and predict has a data prefetch thread of its own (4 per round); the first
+  // round also made each device's worker and communication thread, and nothing else did.
+  CHECK(second == 4);
+  CHECK(first == second + 2 * 2);
+  for (const char* d : {"sim:7", "sim:8"}) CHECK(tandem::runtime::has_device_threads(d));
 }
 
 TEST_CASE("device: names are parsed by kind; unknown kinds and a missing GPU backend are clear errors") {

@@ -47,13 +47,12 @@ class DeviceBuffer {
 
 class Device {
  public:
-  explicit Device(DeviceName name) : name_(std::move(name)), label_(name_.str()) {}
+  explicit Device(const DeviceName& name) : name_(name.str()) {}
   virtual ~Device() = default;
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
-  const std::string& name() const { return label_; }  // "cpu:0"
-  const DeviceName& parsed_name() const { return name_; }
+  const std::string& name() const { return name_; }  // "cpu:0"
   virtual DeviceKind kernel_kind() const = 0;  // which registered kernels run here
 
   // At least `bytes` of device memory, 64-byte aligned, every page touched (a planned arena never
@@ -73,8 +72,7 @@ class Device {
   virtual void release(std::byte* data, std::size_t bytes) = 0;
 
  private:
-  DeviceName name_;
-  std::string label_;
+  std::string name_;
 };
 
 // Makes a device of one kind: `threads` is how many host threads it may use (0: all cores).

@@ -6,8 +6,16 @@
 
 namespace tandem::core {
 
+namespace {
+std::atomic<uint64_t> threads_started{0};
+}  // namespace
+
 TaskThread::TaskThread(int capacity, Clock::duration idle_spin)
-    : ring_(static_cast<std::size_t>(std::max(1, capacity)), nullptr), idle_spin_(idle_spin), thread_([this] { loop(); }) {}
+    : ring_(static_cast<std::size_t>(std::max(1, capacity)), nullptr), idle_spin_(idle_spin), thread_([this] { loop(); }) {
+  threads_started.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t TaskThread::started() { return threads_started.load(std::memory_order_relaxed); }
 
 TaskThread::~TaskThread() {
   stop_.store(true, std::memory_order_release);

@@ -32,6 +32,8 @@ class TaskThread {
   bool wait(uint64_t ticket, Clock::time_point deadline, Clock::duration spin = {});
   bool finished(uint64_t ticket) const { return finished_.load(std::memory_order_acquire) > ticket; }
   uint64_t posted() const { return posted_.load(std::memory_order_acquire); }
+  // How many TaskThreads this process has started: lets tests check who makes threads.
+  static uint64_t started();
 
  private:
   void loop();

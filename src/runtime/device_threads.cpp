@@ -21,10 +21,6 @@ std::map<std::string, std::unique_ptr<DeviceThreads>>& all_threads() {
   static std::map<std::string, std::unique_ptr<DeviceThreads>> threads;
   return threads;
 }
-std::map<std::string, int>& created() {
-  static std::map<std::string, int> counts;
-  return counts;
-}
 }  // namespace
 
 DeviceThreads::DeviceThreads() : worker(kQueuedSteps, kIdleSpin), communication(kQueuedCollectives, core::Clock::duration::zero()) {}
@@ -34,7 +30,6 @@ DeviceThreads& device_threads(backend::Device& device) {
   auto& threads = all_threads()[device.name()];
   if (!threads) {
     threads = std::make_unique<DeviceThreads>();
-    ++created()[device.name()];
     const std::function<void()> setup = [&device] { device.setup_worker_thread(); };
     // Waited for here (the task must outlive its run); once per device for the process.
     if (!threads->worker.wait(threads->worker.post(setup), core::Clock::now() + std::chrono::seconds(60)))
@@ -43,10 +38,9 @@ DeviceThreads& device_threads(backend::Device& device) {
   return *threads;
 }
 
-int device_threads_created(const std::string& device_name) {
+bool has_device_threads(const std::string& device_name) {
   std::lock_guard lock(mutex);
-  auto it = created().find(device_name);
-  return it == created().end() ? 0 : it->second;
+  return all_threads().count(device_name) > 0;
 }
 
 }  // namespace tandem::runtime

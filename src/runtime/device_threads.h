@@ -18,7 +18,7 @@ struct DeviceThreads {
 // The threads of `device` (keyed by its name), created on first use; the worker runs the device's
 // per-thread setup before anything else.
 DeviceThreads& device_threads(backend::Device& device);
-// How many sets of threads were ever made for the device named so (0 or 1): for tests.
-int device_threads_created(const std::string& device_name);
+// Whether the device named so has its threads yet: for tests.
+bool has_device_threads(const std::string& device_name);
 
 }  // namespace tandem::runtime

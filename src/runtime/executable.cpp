@@ -103,13 +103,10 @@ Executable::~Executable() {
   // A stalled step still runs kernels over this arena and these closures: wait for it, and drop
   // its errors (reported when it was abandoned) so no later step on the device sees them.
   for (std::size_t p = 0; p < device_workers_.size(); ++p)
-    for (;;) {
-      try {
-        if (device_workers_[p]->wait(tickets_[p], core::Clock::now() + watchdog_timeout())) break;
-      } catch (...) {
-        break;
+    while (!device_workers_[p]->finished(tickets_[p])) try {
+        device_workers_[p]->wait(tickets_[p], core::Clock::now() + watchdog_timeout());
+      } catch (...) {  // an error of an earlier task may come back before this one has finished
       }
-    }
   for (auto& b : bound_)
     if (b->comm_worker) try {
         b->comm_worker->drain();

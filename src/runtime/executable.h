@@ -38,7 +38,7 @@ class Executable {
   backend::Device& device(int program) const { return *devices_[static_cast<std::size_t>(program)]; }
   // Device memory to write an input to, through device(program).copy_in; null if the step does
   // not read it.
-  void* feed(int program, const std::string& placeholder) const;
+  void* feed(int program, const std::string& input) const;
   const void* fetch(int program, int index) const;  // a fetched value after run(), in device memory
   // Copies fetch `index` of `program` out of device memory.
   void copy_fetch(int program, int index, void* host_dst, std::size_t bytes) const;
