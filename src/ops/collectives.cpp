@@ -29,4 +29,63 @@ REGISTER_OP(
     .infer = [](const Attrs&, const std::vector<TensorType>& in) { return check_float_inputs(in); },
     .outputs_alias_inputs = true);
 
+// Collectives over the ranks of a strategy's communicator, in the local (per-device) view: every
+// device's graph holds the same node, and the communication thread of each device runs it in the
+// order its program reaches it, so the ranks meet. Shares are slices along axis 0, equal in size.
+// The gradient of a gather is the reduce-scatter of the output's gradient and the reverse: each
+// device's slice of the gathered value reaches every device's loss, so its gradient is the sum
+// over devices of their gradients for that slice.
+namespace {
+int64_t ranks_of(const Attrs& a, const char* op) {
+  const int64_t ranks = a.i("ranks");
+  if (ranks < 1) throw ShapeError(std::string(op) + ": ranks must be >= 1, got " + std::to_string(ranks));
+  return ranks;
+}
+
+Shape with_rows(const Shape& s, int64_t rows) {
+  std::vector<int64_t> dims = s.dims();
+  dims[0] = rows;
+  return Shape(dims);
+}
+
+std::vector<TensorType> infer_all_gather(const Attrs& a, const std::vector<TensorType>& in) {
+  const int64_t ranks = ranks_of(a, "all_gather");
+  if (in[0].shape.rank() < 1) throw ShapeError("all_gather: expected a tensor of rank >= 1 (its rows are gathered), got a scalar");
+  return one({with_rows(in[0].shape, in[0].shape[0] * ranks), in[0].dtype});
+}
+
+std::vector<TensorType> infer_reduce_scatter(const Attrs& a, const std::vector<TensorType>& in) {
+  const int64_t ranks = ranks_of(a, "reduce_scatter");
+  check_float_inputs(in);
+  const Shape& s = in[0].shape;
+  if (s.rank() < 1 || s[0] % ranks != 0)
+    throw ShapeError("reduce_scatter: expected rows divisible by the " + std::to_string(ranks) + " ranks, got shape " + s.str());
+  return one({with_rows(s, s[0] / ranks), in[0].dtype});
+}
+}  // namespace
+
+// Attrs: ranks. Output: every rank's input, in rank order along axis 0.
+REGISTER_OP(
+    .name = "all_gather", .infer = infer_all_gather,
+    .grad = [](GradContext& c) { c.set(0, c.g.add("reduce_scatter", {c.dy()}, {{"ranks", c.attrs().i("ranks")}})); });
+
+// Attrs: ranks. Output: this rank's rows of the sum over ranks.
+REGISTER_OP(
+    .name = "reduce_scatter", .infer = infer_reduce_scatter,
+    .grad = [](GradContext& c) { c.set(0, c.g.add("all_gather", {c.dy()}, {{"ranks", c.attrs().i("ranks")}})); });
+
+// Point to point. Attrs: peer (the other rank). send has no outputs; recv's output type is given
+// by its attrs shape and dtype. The pair moves the value from one device's memory to another's.
+REGISTER_OP(
+    .name = "send", .infer = [](const Attrs&, const std::vector<TensorType>&) { return std::vector<TensorType>{}; },
+    .has_side_effects = true);
+
+REGISTER_OP(
+    .name = "recv",
+    .infer = [](const Attrs& a, const std::vector<TensorType>& in) {
+      if (!in.empty()) throw ShapeError("recv: expected no inputs, got " + std::to_string(in.size()));
+      return one({Shape(a.ints("shape")), static_cast<DType>(a.i("dtype"))});
+    },
+    .has_side_effects = true);
+
 }  // namespace tandem::ops

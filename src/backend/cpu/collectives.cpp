@@ -1,5 +1,6 @@
 // CPU kernels of the communication nodes: they hand work to the device's communication queue.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "backend/kernel_registry.h"
@@ -68,6 +69,66 @@ KernelFn make_all_reduce_wait(const KernelInit& k) {
   CommQueue* queue = c.queue;
   return [=] { queue->wait(slot); };
 }
+
+// The other collectives run to completion inside the kernel, on the communication thread, so
+// they stay in order with the all-reduce buckets the device has started (every rank meets the
+// same sequence).
+KernelFn run_on_queue(const KernelInit& k, std::function<void()> work, const std::string& label) {
+  CommContext& c = comm_of(k);
+  CommQueue* queue = c.queue;
+  const int slot = queue->add_slot(std::move(work), label);
+  return [=] {
+    queue->start(slot);
+    queue->wait(slot);
+  };
+}
+
+// A collective node's communicator, checked against the rank count the node was built for.
+Communicator* collective_comm(const KernelInit& k, const char* op) {
+  Communicator* comm = comm_of(k).communicator;
+  const int64_t ranks = k.node.attrs.i("ranks");
+  if (ranks != comm->size())
+    throw Error(std::string(op) + ": the node spans " + std::to_string(ranks) + " ranks, the communicator has " + std::to_string(comm->size()));
+  return comm;
+}
+
+KernelFn make_all_gather(const KernelInit& k) {
+  Communicator* comm = collective_comm(k, "all_gather");
+  const int rank = comm_of(k).rank;
+  const void* in = k.in[0];
+  void* out = k.out[0];
+  const auto count = static_cast<std::size_t>(k.in_types[0].shape.num_elements());
+  const DType dtype = k.in_types[0].dtype;
+  return run_on_queue(k, [=] { comm->all_gather(rank, in, out, count, dtype); }, "all_gather");
+}
+
+KernelFn make_reduce_scatter(const KernelInit& k) {
+  Communicator* comm = collective_comm(k, "reduce_scatter");
+  const int rank = comm_of(k).rank;
+  const void* in = k.in[0];
+  void* out = k.out[0];
+  const auto count = static_cast<std::size_t>(k.out_type().shape.num_elements());
+  const DType dtype = k.in_types[0].dtype;
+  return run_on_queue(k, [=] { comm->reduce_scatter(rank, in, out, count, dtype, ReduceOp::Sum); }, "reduce_scatter");
+}
+
+KernelFn make_send(const KernelInit& k) {
+  Communicator* comm = comm_of(k).communicator;
+  const int rank = comm_of(k).rank;
+  const auto peer = static_cast<int>(k.node.attrs.i("peer"));
+  const void* in = k.in[0];
+  const std::size_t bytes = k.in_types[0].bytes();
+  return run_on_queue(k, [=] { comm->send(rank, peer, in, bytes); }, "send to rank " + std::to_string(peer));
+}
+
+KernelFn make_recv(const KernelInit& k) {
+  Communicator* comm = comm_of(k).communicator;
+  const int rank = comm_of(k).rank;
+  const auto peer = static_cast<int>(k.node.attrs.i("peer"));
+  void* out = k.out[0];
+  const std::size_t bytes = k.out_type().bytes();
+  return run_on_queue(k, [=] { comm->recv(rank, peer, out, bytes); }, "recv from rank " + std::to_string(peer));
+}
 }  // namespace
 
 REGISTER_KERNEL("all_reduce_start", DeviceKind::Cpu, DType::F32, make_all_reduce_start);
@@ -75,4 +136,12 @@ REGISTER_KERNEL("all_reduce_start", DeviceKind::Cpu, DType::F64, make_all_reduce
 REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::F32, make_all_reduce_wait);
 REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::F64, make_all_reduce_wait);
 
+REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::F32, make_all_gather);
+REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::F64, make_all_gather);
+REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::F32, make_reduce_scatter);
+REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::F64, make_reduce_scatter);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F32, make_send);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F64, make_send);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F32, make_recv);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F64, make_recv);
 }  // namespace tandem::backend::cpu
