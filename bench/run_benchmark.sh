@@ -71,6 +71,18 @@ export MALLOC_TRIM_THRESHOLD_=4294967296
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 
+# Debian's PyTorch calls whichever libblas.so.3 the alternatives system selects; the reference
+# BLAS (Debian's blas/libblas.so.3) runs its GEMMs about 20x slower, which would inflate every
+# ratio below, even with OpenBLAS installed beside it for LAPACK.
+BLAS="$("$PY" -c "import torch; torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+print(' '.join(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l or 'mkl' in l})))")"
+if [[ "$BLAS" == */blas/libblas.so* || ( "$BLAS" != *openblas* && "$BLAS" != *mkl* ) ]]; then
+    echo "refusing to run: PyTorch's GEMMs use an unoptimised BLAS (loaded: ${BLAS:-none}); install" \
+         "libopenblas0-pthread (scripts/install-deps.sh --bench does) and select it as libblas.so.3" >&2
+    exit 1
+fi
+echo "PyTorch's BLAS: $BLAS" >&2
+
 echo "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo "Running PyTorch ($TORCH_THREADS threads)..." >&2
 "$PY" "$HERE/torch_fashion_mnist.py" --model "$MODEL" --batch-sizes "$BATCHES" \
