@@ -66,7 +66,21 @@ void verify_checksum(const std::string& path) {
   const std::string magic = kMagic;
   if (!head.empty() && head.size() < magic.size() && magic.compare(0, head.size(), head) == 0)
     throw Error(path + ": the file is truncated (" + std::to_string(size) + " bytes)");
-  if (head.compare(0, magic.size(), magic) != 0) return;
+  if (head.compare(0, magic.size(), magic) != 0) {
+    // No block: an HDF5 file as h5py or Keras writes it, or not HDF5 at all (the reader says so).
+    // But HDF5 data that starts after a block of exactly our size is a Tandem file whose block
+    // was damaged: skipping the check there would accept whatever else was damaged with it.
+    static const std::string hdf5_signature("\x89HDF\r\n\x1a\n", 8);
+    if (size < kChecksumBlock + hdf5_signature.size() || head.compare(0, hdf5_signature.size(), hdf5_signature) == 0) return;
+    std::string at_block(hdf5_signature.size(), '\0');
+    in.clear();
+    in.seekg(static_cast<std::streamoff>(kChecksumBlock));
+    in.read(at_block.data(), static_cast<std::streamsize>(at_block.size()));
+    if (at_block == hdf5_signature)
+      throw Error(path + ": the file's checksum block is damaged: its HDF5 data starts after Tandem's " + std::to_string(kChecksumBlock) +
+                  "-byte block, but the block does not begin with \"" + magic.substr(0, magic.size() - 1) + "\"");
+    return;
+  }
   static const std::regex fields("bytes ([0-9]{1,19})\ncrc32 ([0-9a-f]{8})\n");
   std::smatch match;
   const std::string rest = head.substr(magic.size(), std::min<std::size_t>(64, head.size() - magic.size()));

@@ -196,6 +196,28 @@ TEST_CASE("corrupt files: random byte flips") {
   }
 }
 
+TEST_CASE("corrupt files: a damaged checksum block is refused, also when the weights are damaged with it") {
+  Fixture fx;
+  // A byte of the first weight tensor's data in the file.
+  const Tensor& kernel = fx.original[0];
+  const std::size_t data = fx.checked_bytes.find(std::string(static_cast<const char*>(kernel.raw()), kernel.bytes()));
+  REQUIRE(data != std::string::npos);
+  for (const std::size_t at : {std::size_t{0}, std::size_t{7}, std::size_t{25}}) {  // first, middle and last byte of the magic
+    for (const bool weights_too : {false, true}) {
+      CAPTURE(at);
+      CAPTURE(weights_too);
+      std::string damaged = fx.checked_bytes;
+      damaged[at] ^= 0x20;
+      if (weights_too) damaged[data + 5] ^= 0x01;
+      std::string message;
+      CHECK(fx.load_bytes(damaged, &message) == Outcome::Threw);
+      CHECK(message.find("the file's checksum block is damaged") != std::string::npos);
+    }
+  }
+  // Files without a block (as h5py writes them) still load.
+  CHECK(fx.load_bytes(fx.plain_bytes) == Outcome::LoadedSame);
+}
+
 TEST_CASE("corrupt files: wrong shapes, wrong dtypes, missing and extra datasets and groups") {
   Fixture fx;
   const Contents good = contents_of(fx);
