@@ -175,3 +175,23 @@ TEST_CASE("collective ops: a value sent from cpu:1 arrives on cpu:0; rows that d
   CHECK_THROWS_WITH_AS(bad.add("reduce_scatter", {bad.placeholder("x", {Shape{3, 2}, DType::F64})}, {{"ranks", int64_t{2}}}),
                        "reduce_scatter: expected rows divisible by the 2 ranks, got shape (3, 2)", tandem::ShapeError);
 }
+
+TEST_CASE("collective ops: a peer that is not another rank, or a rank count unlike the communicator's, is refused when the plan is bound") {
+  auto two_devices = [](const std::function<graph::Value(graph::Graph&)>& build) {
+    std::vector<graph::Graph> graphs(2);
+    std::vector<std::vector<graph::Value>> fetches;
+    for (graph::Graph& g : graphs) fetches.push_back({build(g)});
+    DevicePlan plan(std::move(graphs), fetches);
+  };
+  for (int64_t peer : {0, 2, -1}) {  // rank 0 receiving from itself, from a rank that does not exist
+    INFO("peer " << peer);
+    CHECK_THROWS_WITH_AS(two_devices([&](graph::Graph& g) {
+                           return g.add("recv", {}, {{"peer", peer}, {"shape", std::vector<int64_t>{2}}, {"dtype", int64_t(DType::F64)}});
+                         }),
+                         ("recv on rank 0: peer must be another rank in [0, 2), got " + std::to_string(peer)).c_str(), tandem::Error);
+  }
+  CHECK_THROWS_WITH_AS(two_devices([](graph::Graph& g) {
+                         return g.add("all_gather", {g.placeholder("x", {Shape{2}, DType::F64})}, {{"ranks", int64_t{3}}});
+                       }),
+                       "all_gather: the node spans 3 ranks, the communicator has 2", tandem::Error);
+}

@@ -42,16 +42,10 @@ int64_t ranks_of(const Attrs& a, const char* op) {
   return ranks;
 }
 
-Shape with_rows(const Shape& s, int64_t rows) {
-  std::vector<int64_t> dims = s.dims();
-  dims[0] = rows;
-  return Shape(dims);
-}
-
 std::vector<TensorType> infer_all_gather(const Attrs& a, const std::vector<TensorType>& in) {
   const int64_t ranks = ranks_of(a, "all_gather");
   if (in[0].shape.rank() < 1) throw ShapeError("all_gather: expected a tensor of rank >= 1 (its rows are gathered), got a scalar");
-  return one({with_rows(in[0].shape, in[0].shape[0] * ranks), in[0].dtype});
+  return one({in[0].shape.without_batch().with_batch(in[0].shape[0] * ranks), in[0].dtype});
 }
 
 std::vector<TensorType> infer_reduce_scatter(const Attrs& a, const std::vector<TensorType>& in) {
@@ -60,7 +54,7 @@ std::vector<TensorType> infer_reduce_scatter(const Attrs& a, const std::vector<T
   const Shape& s = in[0].shape;
   if (s.rank() < 1 || s[0] % ranks != 0)
     throw ShapeError("reduce_scatter: expected rows divisible by the " + std::to_string(ranks) + " ranks, got shape " + s.str());
-  return one({with_rows(s, s[0] / ranks), in[0].dtype});
+  return one({s.without_batch().with_batch(s[0] / ranks), in[0].dtype});
 }
 }  // namespace
 

@@ -83,18 +83,30 @@ KernelFn run_on_queue(const KernelInit& k, std::function<void()> work, const std
   };
 }
 
-// A collective node's communicator, checked against the rank count the node was built for.
-Communicator* collective_comm(const KernelInit& k, const char* op) {
-  Communicator* comm = comm_of(k).communicator;
+// A collective node's communication context, checked against the rank count it was built for.
+const CommContext& collective(const KernelInit& k, const char* op) {
+  const CommContext& c = comm_of(k);
   const int64_t ranks = k.node.attrs.i("ranks");
-  if (ranks != comm->size())
-    throw Error(std::string(op) + ": the node spans " + std::to_string(ranks) + " ranks, the communicator has " + std::to_string(comm->size()));
-  return comm;
+  if (ranks != c.communicator->size())
+    throw Error(std::string(op) + ": the node spans " + std::to_string(ranks) + " ranks, the communicator has " +
+                std::to_string(c.communicator->size()));
+  return c;
+}
+
+// A point-to-point node's peer: another rank of the communicator.
+int peer_of(const KernelInit& k, const char* op) {
+  const CommContext& c = comm_of(k);
+  const int64_t peer = k.node.attrs.i("peer");
+  if (peer < 0 || peer >= c.communicator->size() || peer == c.rank)
+    throw Error(std::string(op) + " on rank " + std::to_string(c.rank) + ": peer must be another rank in [0, " +
+                std::to_string(c.communicator->size()) + "), got " + std::to_string(peer));
+  return static_cast<int>(peer);
 }
 
 KernelFn make_all_gather(const KernelInit& k) {
-  Communicator* comm = collective_comm(k, "all_gather");
-  const int rank = comm_of(k).rank;
+  const CommContext& c = collective(k, "all_gather");
+  Communicator* comm = c.communicator;
+  const int rank = c.rank;
   const void* in = k.in[0];
   void* out = k.out[0];
   const auto count = static_cast<std::size_t>(k.in_types[0].shape.num_elements());
@@ -103,8 +115,9 @@ KernelFn make_all_gather(const KernelInit& k) {
 }
 
 KernelFn make_reduce_scatter(const KernelInit& k) {
-  Communicator* comm = collective_comm(k, "reduce_scatter");
-  const int rank = comm_of(k).rank;
+  const CommContext& c = collective(k, "reduce_scatter");
+  Communicator* comm = c.communicator;
+  const int rank = c.rank;
   const void* in = k.in[0];
   void* out = k.out[0];
   const auto count = static_cast<std::size_t>(k.out_type().shape.num_elements());
@@ -112,22 +125,16 @@ KernelFn make_reduce_scatter(const KernelInit& k) {
   return run_on_queue(k, [=] { comm->reduce_scatter(rank, in, out, count, dtype, ReduceOp::Sum); }, "reduce_scatter");
 }
 
-KernelFn make_send(const KernelInit& k) {
+// send's data is its input; recv's, its output.
+KernelFn make_point_to_point(const KernelInit& k) {
+  const bool sending = k.node.op == "send";
+  const int peer = peer_of(k, sending ? "send" : "recv");
   Communicator* comm = comm_of(k).communicator;
   const int rank = comm_of(k).rank;
-  const auto peer = static_cast<int>(k.node.attrs.i("peer"));
-  const void* in = k.in[0];
-  const std::size_t bytes = k.in_types[0].bytes();
-  return run_on_queue(k, [=] { comm->send(rank, peer, in, bytes); }, "send to rank " + std::to_string(peer));
-}
-
-KernelFn make_recv(const KernelInit& k) {
-  Communicator* comm = comm_of(k).communicator;
-  const int rank = comm_of(k).rank;
-  const auto peer = static_cast<int>(k.node.attrs.i("peer"));
-  void* out = k.out[0];
-  const std::size_t bytes = k.out_type().bytes();
-  return run_on_queue(k, [=] { comm->recv(rank, peer, out, bytes); }, "recv from rank " + std::to_string(peer));
+  void* data = sending ? k.in[0] : k.out[0];
+  const std::size_t bytes = sending ? k.in_types[0].bytes() : k.out_type().bytes();
+  if (sending) return run_on_queue(k, [=] { comm->send(rank, peer, data, bytes); }, "send to rank " + std::to_string(peer));
+  return run_on_queue(k, [=] { comm->recv(rank, peer, data, bytes); }, "recv from rank " + std::to_string(peer));
 }
 }  // namespace
 
@@ -140,8 +147,8 @@ REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::F32, make_all_gather);
 REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::F64, make_all_gather);
 REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::F32, make_reduce_scatter);
 REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::F64, make_reduce_scatter);
-REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F32, make_send);
-REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F64, make_send);
-REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F32, make_recv);
-REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F64, make_recv);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F32, make_point_to_point);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F64, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F32, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F64, make_point_to_point);
 }  // namespace tandem::backend::cpu
