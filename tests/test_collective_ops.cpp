@@ -35,8 +35,8 @@ struct DevicePlan {
     for (std::size_t d = 0; d < graphs.size(); ++d) {
       names.push_back("cpu:" + std::to_string(d));
       devices.push_back(&tandem::backend::open_device(names.back(), 1));
-      plan->programs.push_back(dist::single_program(names.back(), std::move(graphs[d]), fetches[d]));
-      plan->schedule.push_back(dist::run_all_blocks(plan->programs.back()));
+      plan->programs.push_back(tandem::compile::single_program(names.back(), std::move(graphs[d]), fetches[d]));
+      plan->schedule.push_back(tandem::compile::run_all_blocks(plan->programs.back()));
     }
     auto comm = std::make_shared<dist::comm::InProcessCommunicator>(names);
     comm->set_timeout(std::chrono::milliseconds(20000));

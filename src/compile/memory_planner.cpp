@@ -45,6 +45,7 @@ MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, con
     }
   }
   for (graph::Value f : fetches) {
+    if (!f.valid()) continue;
     const int b = buffer_of[static_cast<std::size_t>(f.node)][static_cast<std::size_t>(f.index)];
     if (b >= 0) buffers[static_cast<std::size_t>(b)].last = end;
   }

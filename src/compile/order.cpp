@@ -11,7 +11,8 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
   const auto n = static_cast<std::size_t>(g.size());
   std::vector<bool> needed(n, false);
   std::vector<int> stack;
-  for (graph::Value v : fetches) stack.push_back(v.node);
+  for (graph::Value v : fetches)
+    if (v.valid()) stack.push_back(v.node);
   for (int i = 0; i < g.size(); ++i)
     if (g.node(i).def->has_side_effects) stack.push_back(i);
   while (!stack.empty()) {
@@ -59,6 +60,24 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
   for (bool b : needed) count += b;
   if (order.size() != count) throw Error("internal: the graph has a cycle");
   return order;
+}
+
+Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches) {
+  Program p;
+  p.device = device;
+  p.graph = std::move(g);
+  for (int i = 0; i < p.graph.size(); ++i) p.graph.node(i).device = device;
+  const std::vector<int> order = execution_order(p.graph, fetches);
+  p.blocks = blocks_by_phase(p.graph, order);
+  p.memory = plan_memory(p.graph, order, fetches);
+  p.fetches = fetches;
+  return p;
+}
+
+std::vector<Action> run_all_blocks(const Program& p) {
+  std::vector<Action> actions;
+  for (std::size_t b = 0; b < p.blocks.size(); ++b) actions.push_back({static_cast<int>(b), 0});
+  return actions;
 }
 
 std::vector<Block> blocks_by_phase(const graph::Graph& g, const std::vector<int>& order) {

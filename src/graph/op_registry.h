@@ -11,6 +11,7 @@
 
 #include "core/registry.h"
 #include "graph/graph.h"
+#include "graph/layout.h"
 
 namespace tandem::ops {
 
@@ -59,6 +60,8 @@ struct OpDef {
   bool contiguous_inputs = false; // the memory planner lays the inputs out back to back
   bool outputs_alias_inputs = false;  // output i is input i's buffer (views, in-place results)
   Source source = Source::Kernel;
+  graph::LayoutFn layout;         // which input layouts it works on (empty: replicated ones only)
+  graph::LocalizeFn localize;     // its attributes for one device's part (empty: unchanged)
 };
 
 // Op names to definitions; a name registered twice is an error (see core/registry.h).

@@ -25,8 +25,8 @@ struct Accumulator {
   }
 };
 
-// Copies batch b, staged by the prefetch thread, into the step's inputs: each replica gets its
-// own rows, in order.
+// Copies batch b, staged by the prefetch thread, into the step's inputs: each device gets the
+// rows of the batch its program reads.
 class Feeder {
  public:
   Feeder(const data::Batcher& batches, const Dataset& data, bool with_targets)
@@ -38,14 +38,8 @@ class Feeder {
   }
   void feed(int64_t b, const CompiledStep& step) {
     const std::byte* x = prefetch_.x(b);
-    const std::byte* y = prefetch_.y(b);
-    std::size_t offset = 0;
-    for (std::size_t p = 0; p < step.x.size(); ++p) {
-      const auto n = static_cast<std::size_t>(step.rows[p]);
-      step.write_x(p, x + offset * x_row_, n * x_row_);
-      if (y_row_) step.write_y(p, y + offset * y_row_, n * y_row_);
-      offset += n;
-    }
+    step.write(step.x, x, x_row_);
+    if (y_row_) step.write(step.y, prefetch_.y(b), y_row_);
     prefetch_.release(b);
   }
 
@@ -186,8 +180,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       m.after_step(true);
       if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);
       ++steps_run;
-      acc.loss += step.sum(step.loss) * double(rows);
-      for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.sum(step.metrics[i]);
+      acc.loss += step.scalar(step.loss) * double(rows);
+      for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.scalar(step.metrics[i]);
       acc.rows += rows;
       progress_.batch = b + 1, ++progress_.steps;
       progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
@@ -238,8 +232,8 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
     feeder.feed(b, step);
     step.exe->run();
     m.after_step(false);
-    acc.loss += step.sum(step.loss) * double(rows);
-    for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.sum(step.metrics[i]);
+    acc.loss += step.scalar(step.loss) * double(rows);
+    for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.scalar(step.metrics[i]);
     acc.rows += rows;
     const Logs logs = acc.logs(m.metrics);
     for (auto& c : callbacks) c->on_test_batch_end(b, logs);
@@ -280,11 +274,8 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
     feeder.feed(b, step);
     step.exe->run();
     const std::size_t row_bytes = result.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, x.shape()[0]));
-    for (int p = 0; p < step.exe->programs(); ++p) {  // replicas' rows, in order
-      const std::size_t bytes = row_bytes * static_cast<std::size_t>(step.rows[static_cast<std::size_t>(p)]);
-      step.exe->copy_fetch(p, step.output, static_cast<std::byte*>(result.raw()) + offset, bytes);
-      offset += bytes;
-    }
+    step.read_rows(step.output, static_cast<std::byte*>(result.raw()) + offset, row_bytes, rows);
+    offset += row_bytes * static_cast<std::size_t>(rows);
     if (bar) bar->on_predict_batch_end(b, {});
   }
   if (bar) bar->on_predict_end({});

@@ -19,20 +19,24 @@ namespace tandem {
 // accumulators (the steps between two synchronisations when a strategy accumulates gradients).
 enum class StepKind { Train, Accumulate, Test, Predict };
 
-// One compiled step for one global batch size: per program (replica), where in its device's memory
-// to write its rows of the inputs; fetch indices are the same in every program.
+// One compiled step for one global batch size, lowered from one graph of the whole batch.
 struct CompiledStep {
+  // Where a program's part of an input goes: its device memory and the rows of the batch it gets.
+  struct Feed {
+    void* at = nullptr;  // null: the program does not read this input
+    int64_t offset = 0, rows = 0;
+  };
   std::unique_ptr<runtime::Executable> exe;
-  std::vector<void*> x, y;       // per program
-  std::vector<int64_t> rows;     // per program
+  std::vector<Feed> x, y;        // per program
   int loss = -1;                 // fetch indices
   std::vector<int> metrics;      // per-batch sums, one per compiled metric
   int output = -1;
-  // Sums a fetched float scalar over the programs (partial losses and metric sums).
-  double sum(int fetch) const;
-  // Copies `rows` rows of `row_bytes` each from host memory into program p's input x (or y).
-  void write_x(std::size_t p, const std::byte* host, std::size_t bytes) const;
-  void write_y(std::size_t p, const std::byte* host, std::size_t bytes) const;
+  // A fetched float scalar, read where it lives: partial sums added up, a replicated value once.
+  double scalar(int fetch) const;
+  // Copies each program's rows of a batch (`row_bytes` each) from host memory to its device.
+  void write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes) const;
+  // Copies a fetched per-row value of `rows` rows into host memory, in batch order.
+  void read_rows(int fetch, std::byte* host, std::size_t row_bytes, int64_t rows) const;
 };
 
 struct Model::Impl {

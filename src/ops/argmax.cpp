@@ -1,4 +1,5 @@
 // argmax and equal: the integer-valued ops behind accuracy metrics. No gradient flows through them.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -12,7 +13,7 @@ REGISTER_OP(
       out.erase(out.begin() + axis);
       return one({Shape(out), DType::I64});
     },
-    .zero_grad = true);
+    .zero_grad = true, .layout = rows({.batch_inputs = {0}, .axis_attr = "axis"}));
 
 REGISTER_OP(
     .name = "equal",
@@ -22,7 +23,7 @@ REGISTER_OP(
                          in[0].shape.str() + " and " + dtype_name(in[1].dtype) + " " + in[1].shape.str());
       return one({in[0].shape, static_cast<DType>(a.i("dtype"))});
     },
-    .zero_grad = true);
+    .zero_grad = true, .layout = rows({.batch_inputs = {0, 1}}));
 
 // binary_accuracy(pred, target): per row, the fraction of positions where (pred > threshold)
 // agrees with the 0/1 target — Keras's binary_accuracy.
@@ -33,7 +34,7 @@ REGISTER_OP(
         throw ShapeError("binary_accuracy: targets " + in[1].shape.str() + " must match predictions " + in[0].shape.str());
       return one({Shape(std::vector<int64_t>(in[0].shape.dims().begin(), in[0].shape.dims().end() - 1)), DType::F32});
     },
-    .zero_grad = true);
+    .zero_grad = true, .layout = rows({.batch_inputs = {0, 1}}));
 
 Value argmax(Graph& g, Value x, int axis) { return g.add("argmax", {x}, {{"axis", int64_t{axis}}}); }
 Value equal(Graph& g, Value a, Value b) {

@@ -1,4 +1,5 @@
 // Sources and trivial ops: placeholders, variables, constants, scaling and casts; shape helpers.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -49,7 +50,7 @@ REGISTER_OP(
       check_float(in[0], "scale");
       return one(in[0]);
     },
-    .grad = [](GradContext& c) { c.set(0, scale(c.g, c.dy(), c.attrs().f("factor"))); });
+    .grad = [](GradContext& c) { c.set(0, scale(c.g, c.dy(), c.attrs().f("factor"))); }, .layout = elementwise({{0}}));
 
 REGISTER_OP(
     .name = "cast",
@@ -58,7 +59,7 @@ REGISTER_OP(
     },
     .grad = [](GradContext& c) {
       if (is_float(c.input_type(0).dtype)) c.set(0, cast(c.g, c.dy(), c.input_type(0).dtype));
-    });
+    }, .layout = elementwise());
 
 Value fill(Graph& g, const TensorType& t, double value) {
   return g.add("fill", {}, {{"shape", t.shape.dims()}, {"dtype", static_cast<int64_t>(t.dtype)}, {"value", value}});

@@ -1,4 +1,5 @@
 // bias_add: adds a vector along the last axis; its gradient is the column sum.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -16,7 +17,7 @@ REGISTER_OP(
     .grad = [](GradContext& c) {
       c.set(0, c.dy());
       c.set(1, sum_to(c.g, c.dy(), c.input_type(1).shape));
-    });
+    }, .layout = rows({.batch_inputs = {0}, .linear = {{0, 1}}}));
 
 Value bias_add(Graph& g, Value x, Value bias) { return g.add("bias_add", {x, bias}); }
 

@@ -1,4 +1,5 @@
 // Elementwise add, sub, mul, div with NumPy broadcasting. Gradients sum over broadcast axes.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -19,20 +20,20 @@ void set_reduced(GradContext& c, int i, Value grad) { c.set(i, sum_to(c.g, grad,
 REGISTER_OP(.name = "add", .infer = infer_binary("add"), .grad = [](GradContext& c) {
   set_reduced(c, 0, c.dy());
   set_reduced(c, 1, c.dy());
-});
+}, .layout = elementwise({{0, 1}}));
 REGISTER_OP(.name = "sub", .infer = infer_binary("sub"), .grad = [](GradContext& c) {
   set_reduced(c, 0, c.dy());
   set_reduced(c, 1, scale(c.g, c.dy(), -1.0));
-});
+}, .layout = elementwise({{0, 1}}));
 REGISTER_OP(.name = "mul", .infer = infer_binary("mul"), .grad = [](GradContext& c) {
   set_reduced(c, 0, mul(c.g, c.dy(), c.input(1)));
   set_reduced(c, 1, mul(c.g, c.dy(), c.input(0)));
-});
+}, .layout = elementwise({{0}, {1}}));
 REGISTER_OP(.name = "div", .infer = infer_binary("div"), .grad = [](GradContext& c) {
   // d(a/b)/da = 1/b ; d(a/b)/db = -a/b² = -(a/b)/b
   set_reduced(c, 0, div(c.g, c.dy(), c.input(1)));
   set_reduced(c, 1, scale(c.g, div(c.g, mul(c.g, c.dy(), c.output()), c.input(1)), -1.0));
-});
+}, .layout = elementwise({{0}}));
 
 Value add(Graph& g, Value a, Value b) { return g.add("add", {a, b}); }
 Value sub(Graph& g, Value a, Value b) { return g.add("sub", {a, b}); }

@@ -6,6 +6,7 @@
 // masked positions, so finite differences through it stay exact. The gradient op is the same
 // kernel with fill value 0.
 #include "ops/attention.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -22,7 +23,7 @@ REGISTER_OP(
     .grad = [](GradContext& c) {
       const int64_t offset = c.attrs().i("offset");
       c.set(0, c.g.add("causal_mask", {c.dy()}, {{"offset", offset}, {"value", 0.0}}));
-    });
+    }, .layout = rows({.batch_inputs = {0}, .min_rank = 3}));
 
 Value causal_mask(Graph& g, Value scores, int64_t offset) {
   return g.add("causal_mask", {scores}, {{"offset", offset}, {"value", kMaskedScore}});

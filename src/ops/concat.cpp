@@ -1,5 +1,6 @@
 // concat along one axis, and slice (one axis), which is concat's gradient.
 #include "ops/attention.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -45,6 +46,16 @@ std::vector<TensorType> infer_slice(const Attrs& a, const std::vector<TensorType
 }
 }  // namespace
 
+namespace {
+// Concatenating along another axis keeps a split on axis 0; partial sums concatenate as they are.
+std::optional<graph::Signature> concat_layout(const graph::LayoutQuery& q) {
+  RowsRule rule{.axis_attr = "axis"};
+  rule.linear.emplace_back();
+  for (int i = 0; i < static_cast<int>(q.in.size()); ++i) rule.batch_inputs.push_back(i), rule.linear[0].push_back(i);
+  return rows(rule)(q);
+}
+}  // namespace
+
 REGISTER_OP(
     .name = "concat", .infer = infer_concat, .grad = [](GradContext& c) {
       const std::size_t n = c.node().inputs.size();
@@ -56,7 +67,7 @@ REGISTER_OP(
         c.set(static_cast<int>(i), slice(c.g, c.dy(), axis, begin, sizes[i]));
         begin += sizes[i];
       }
-    });
+    }, .layout = concat_layout);
 
 REGISTER_OP(
     .name = "slice", .infer = infer_slice, .grad = [](GradContext& c) {
@@ -75,7 +86,7 @@ REGISTER_OP(
       parts.push_back(c.dy());
       if (after > 0) parts.push_back(zeros(after));
       c.set(0, parts.size() == 1 ? c.dy() : concat(c.g, parts, axis));
-    });
+    }, .layout = rows({.batch_inputs = {0}, .linear = {{0}}, .axis_attr = "axis"}));
 
 Value concat(Graph& g, const std::vector<Value>& xs, int64_t axis) {
   if (xs.size() == 1) return xs[0];

@@ -1,6 +1,7 @@
 // conv2d (channels-last, kernel (kh, kw, C, F)) and its two gradient ops. All three are linear in
 // each input, so each one's gradient is again one of the three.
 #include "ops/conv.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -53,7 +54,7 @@ REGISTER_OP(
       const std::string& p = c.attrs().s("padding");
       c.set(0, conv2d_backprop_input(c.g, c.dy(), c.input(1), c.input_type(0).shape, s, d, p));
       c.set(1, conv2d_backprop_filter(c.g, c.input(0), c.dy(), c.input_type(1).shape, s, d, p));
-    });
+    }, .layout = rows({.batch_inputs = {0}, .linear = {{0}, {1}}}));
 
 // Inputs (dy, kernel); attr "input_shape". dx = Bᵢ(dy, K) with ⟨conv(x, K), dy⟩ = ⟨x, Bᵢ(dy, K)⟩, so
 // for L = ⟨Bᵢ(dy, K), G⟩ = ⟨conv(G, K), dy⟩: dL/ddy = conv(G, K) and dL/dK = B_f(G, dy).
@@ -70,7 +71,7 @@ REGISTER_OP(
       const std::string& p = c.attrs().s("padding");
       c.set(0, conv2d(c.g, c.dy(), c.input(1), s, d, p));
       c.set(1, conv2d_backprop_filter(c.g, c.dy(), c.input(0), c.input_type(1).shape, s, d, p));
-    });
+    }, .layout = rows({.batch_inputs = {0}, .linear = {{0}, {1}}}), .localize = local_batch_extent("input_shape"));
 
 // Inputs (x, dy); attr "kernel_shape". For L = ⟨B_f(x, dy), G⟩ = ⟨conv(x, G), dy⟩:
 // dL/dx = Bᵢ(dy, G) and dL/ddy = conv(x, G).
@@ -87,7 +88,7 @@ REGISTER_OP(
       const std::string& p = c.attrs().s("padding");
       c.set(0, conv2d_backprop_input(c.g, c.input(1), c.dy(), c.input_type(0).shape, s, d, p));
       c.set(1, conv2d(c.g, c.input(0), c.dy(), s, d, p));
-    });
+    }, .layout = rows({.batch_inputs = {0, 1}, .partial_outputs = {0}}));
 
 Value conv2d(Graph& g, Value x, Value kernel, Pair strides, Pair dilation, const std::string& padding) {
   return g.add("conv2d", {x, kernel}, conv_attrs(strides, dilation, padding));

@@ -1,6 +1,7 @@
 // Fused (softmax +) cross-entropy per row: from logits or probabilities, with sparse class ids or
 // a target distribution. Output drops the class axis. Probabilities follow Keras: normalised to
 // sum 1 and clipped to [1e-7, 1 − 1e-7] before the log.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -26,9 +27,9 @@ std::vector<TensorType> infer_ce(const Attrs& a, const std::vector<TensorType>& 
 REGISTER_OP(.name = "cross_entropy", .infer = infer_ce, .grad = [](GradContext& c) {
   c.set(0, c.g.add("cross_entropy_grad", {c.dy(), c.input(0), c.input(1)}, c.attrs()));
   // The gradient with respect to a dense target is −log q; labels are data, not trained.
-});
+}, .layout = rows({.batch_inputs = {0, 1}}));
 REGISTER_OP(.name = "cross_entropy_grad",
-            .infer = [](const Attrs&, const std::vector<TensorType>& in) { return one(in[1]); });
+            .infer = [](const Attrs&, const std::vector<TensorType>& in) { return one(in[1]); }, .layout = rows({.batch_inputs = {0, 1, 2}}));
 
 Value cross_entropy(Graph& g, Value pred, Value target, bool sparse, bool from_logits) {
   return g.add("cross_entropy", {pred, target}, {{"sparse", sparse}, {"from_logits", from_logits}});

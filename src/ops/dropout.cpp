@@ -1,10 +1,18 @@
 // Inverted dropout. The keep/drop decision for element (row, column) is a hash of (seed, step,
 // global row index, column): no mask is stored, the gradient recomputes it, and splitting a batch
 // across devices (each with its row_offset) cannot change which elements drop.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
 namespace tandem::ops {
+
+namespace {
+// Each device's rows keep their global indices, so the masks are the single-device ones.
+void local_row_offset(Attrs& attrs, const graph::Signature& sig, int position) {
+  if (sig.in[0].is_split()) attrs.set("row_offset", attrs.i("row_offset") + sig.in[0].offset(position));
+}
+}  // namespace
 
 REGISTER_OP(
     .name = "dropout",
@@ -18,7 +26,7 @@ REGISTER_OP(
     .grad = [](GradContext& c) {
       // The same mask and scale applied to dy is exactly the gradient.
       c.set(0, c.g.add("dropout", {c.dy(), c.input(1)}, c.attrs()));
-    });
+    }, .layout = rows({.batch_inputs = {0}, .linear = {{0}}}), .localize = local_row_offset);
 
 Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed, int64_t row_offset) {
   return g.add("dropout", {x, step},

@@ -1,5 +1,6 @@
 // gather (row lookup in a table: what Embedding runs) and its adjoint scatter_add.
 #include "ops/attention.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -42,13 +43,13 @@ REGISTER_OP(
       const int64_t rows = c.input_type(0).shape[0];
       const std::string owner = c.attrs().s("owner");
       c.set(0, scatter_add(c.g, c.dy(), c.input(1), rows, owner));
-    });
+    }, .layout = rows({.batch_inputs = {1}}));
 
 REGISTER_OP(
     .name = "scatter_add", .infer = infer_scatter_add, .grad = [](GradContext& c) {
       const std::string owner = c.attrs().s("owner");
       c.set(0, gather(c.g, c.dy(), c.input(1), owner));
-    });
+    }, .layout = rows({.batch_inputs = {0, 1}, .partial_outputs = {0}}));
 
 Value gather(Graph& g, Value table, Value ids, const std::string& owner) {
   return g.add("gather", {table, ids}, {{"owner", owner}});

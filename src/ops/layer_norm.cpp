@@ -1,5 +1,6 @@
 // layer_norm over the last axis, with a fused gradient op producing dx, dgamma and dbeta.
 #include "ops/normalization.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -31,7 +32,7 @@ REGISTER_OP(
       c.set(0, d[0]);
       c.set(1, d[1]);
       c.set(2, d[2]);
-    });
+    }, .layout = rows({.batch_inputs = {0}}));
 
 // (dy, x, gamma) -> (dx, dgamma, dbeta)
 REGISTER_OP(
@@ -40,7 +41,7 @@ REGISTER_OP(
       if (in[0] != in[1]) throw ShapeError("layer_norm_grad: dy " + in[0].shape.str() + " does not match x " + in[1].shape.str());
       check_layer_norm(a, in[1], in[2], in[2], "layer_norm_grad");
       return std::vector<TensorType>{in[1], in[2], in[2]};
-    });
+    }, .layout = rows({.batch_inputs = {0, 1}, .partial_outputs = {1, 2}}));
 
 Value layer_norm(Graph& g, Value x, Value gamma, Value beta, double epsilon) {
   return g.add("layer_norm", {x, gamma, beta}, {{"epsilon", epsilon}});

@@ -1,5 +1,6 @@
 // matmul: (M,K)·(K,N) with optional transposes; a leading batch of rows on the left operand is
 // folded into M, so Dense works on (batch, ..., in).
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -24,6 +25,21 @@ std::vector<TensorType> infer_matmul(const Attrs& a, const std::vector<TensorTyp
   out.back() = tb ? w[0] : w[1];
   return one({Shape(out), in[0].dtype});
 }
+
+// Rows of the left operand are rows of the product; a contraction over split rows on both sides
+// (a weight's gradient, xᵀ·dy) leaves each device a partial sum.
+std::optional<graph::Signature> matmul_layout(const graph::LayoutQuery& q) {
+  const bool ta = q.node.attrs.b("transpose_a"), tb = q.node.attrs.b("transpose_b");
+  const graph::Layout &a = q.in[0], &b = q.in[1];
+  const auto rows = [](const graph::Layout& l) { return l.is_split() && l.axis == 0; };
+  const bool same_rows = q.input_type(0).shape[0] == q.input_type(1).shape[0];
+  if (rows(a) && !ta) return graph::Signature{{a, graph::Layout::replicated()}, {a}};
+  if (ta && !tb && same_rows && (rows(a) || rows(b))) {
+    const graph::Layout& split = rows(a) ? a : b;
+    return graph::Signature{{split, split}, {graph::Layout::partial()}};
+  }
+  return partial_signature(q, {{0}, {1}});
+}
 }  // namespace
 
 REGISTER_OP(
@@ -44,7 +60,7 @@ REGISTER_OP(
       if (a_shape.rank() > 2) da = reshape(c.g, da, a_shape);
       c.set(0, da);
       c.set(1, db);
-    });
+    }, .layout = matmul_layout);
 
 Value matmul(Graph& g, Value a, Value b, bool ta, bool tb) {
   return g.add("matmul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}});

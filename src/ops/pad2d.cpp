@@ -1,5 +1,6 @@
 // pad2d (zeros around H and W of a channels-last tensor) and crop2d, each the other's adjoint.
 #include "ops/conv.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -27,11 +28,11 @@ InferFn infer_border(const char* op, const char* key, int64_t sign) {
 REGISTER_OP(.name = "pad2d", .infer = infer_border("pad2d", "padding", 1), .grad = [](GradContext& c) {
   const std::vector<int64_t> p = c.attrs().ints("padding");
   c.set(0, crop2d(c.g, c.dy(), {p[0], p[1], p[2], p[3]}));
-});
+}, .layout = rows({.batch_inputs = {0}, .linear = {{0}}}));
 REGISTER_OP(.name = "crop2d", .infer = infer_border("crop2d", "cropping", -1), .grad = [](GradContext& c) {
   const std::vector<int64_t> p = c.attrs().ints("cropping");
   c.set(0, pad2d(c.g, c.dy(), {p[0], p[1], p[2], p[3]}));
-});
+}, .layout = rows({.batch_inputs = {0}, .linear = {{0}}}));
 
 Value pad2d(Graph& g, Value x, std::array<int64_t, 4> p) {
   return g.add("pad2d", {x}, {{"padding", std::vector<int64_t>(p.begin(), p.end())}});

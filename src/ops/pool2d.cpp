@@ -3,6 +3,7 @@
 // row-major window order (top-most row, then left-most column); padded positions never win.
 // avg_pool2d_grad(dy) spreads each window's gradient evenly over its real (unpadded) elements.
 #include "ops/conv.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -32,7 +33,7 @@ InferFn infer_pool(const char* op) {
 
 REGISTER_OP(.name = "max_pool2d", .infer = infer_pool("max_pool2d"), .grad = [](GradContext& c) {
   c.set(0, c.g.add("max_pool2d_grad", {c.input(0), c.dy()}, c.attrs()));
-});
+}, .layout = rows({.batch_inputs = {0}}));
 
 // Inputs (x, dy) -> dx. Not differentiable itself (no second derivatives through max pooling).
 REGISTER_OP(
@@ -42,13 +43,13 @@ REGISTER_OP(
       if (in[1].shape != y || in[1].dtype != in[0].dtype)
         throw ShapeError("max_pool2d_grad: expected an output gradient of shape " + y.str() + ", got " + in[1].shape.str());
       return one(in[0]);
-    });
+    }, .layout = rows({.batch_inputs = {0, 1}}));
 
 REGISTER_OP(.name = "avg_pool2d", .infer = infer_pool("avg_pool2d"), .grad = [](GradContext& c) {
   Attrs a = c.attrs();
   a.set("input_shape", c.input_type(0).shape.dims());
   c.set(0, c.g.add("avg_pool2d_grad", {c.dy()}, std::move(a)));
-});
+}, .layout = rows({.batch_inputs = {0}, .linear = {{0}}}));
 
 // Input dy, attr "input_shape" -> dx. Linear in dy; its adjoint is avg_pool2d itself.
 REGISTER_OP(
@@ -60,7 +61,7 @@ REGISTER_OP(
         throw ShapeError("avg_pool2d_grad: expected an output gradient of shape " + y.str() + ", got " + in[0].shape.str());
       return one({x, in[0].dtype});
     },
-    .grad = [](GradContext& c) { c.set(0, c.g.add("avg_pool2d", {c.dy()}, c.attrs())); });
+    .grad = [](GradContext& c) { c.set(0, c.g.add("avg_pool2d", {c.dy()}, c.attrs())); }, .layout = rows({.batch_inputs = {0}, .linear = {{0}}}), .localize = local_batch_extent("input_shape"));
 
 Value max_pool2d(Graph& g, Value x, Pair pool, Pair strides, const std::string& padding) {
   return g.add("max_pool2d", {x}, pool_attrs(pool, strides, padding));

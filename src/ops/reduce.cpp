@@ -1,6 +1,7 @@
 // reduce_sum and reduce_mean over a set of axes, and sum_to (the adjoint of broadcasting).
 #include <algorithm>
 
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -38,14 +39,28 @@ Value spread(GradContext& c, double factor) {
   Value dy = factor == 1.0 ? c.dy() : scale(c.g, c.dy(), factor);
   return broadcast_to(c.g, reshape(c.g, dy, kept), in);
 }
+
+// Reducing other axes keeps a split on axis 0; summing over it leaves each device a partial sum.
+// (A mean over split rows would need the global row count: it falls back to replicated rows.)
+graph::LayoutFn reduce_layout(bool sum) {
+  return [sum](const graph::LayoutQuery& q) -> std::optional<Signature> {
+    const Layout& in = q.in[0];
+    if (in.is_partial()) return Signature{q.in, {in}};
+    if (!in.is_split() || in.axis != 0) return std::nullopt;
+    const std::vector<int64_t> axes = normalized_axes(q.node.attrs, q.input_type(0).shape.rank(), q.node.op.c_str());
+    if (std::find(axes.begin(), axes.end(), 0) == axes.end()) return Signature{q.in, {in}};
+    if (!sum) return std::nullopt;
+    return Signature{q.in, {Layout::partial()}};
+  };
+}
 }  // namespace
 
-REGISTER_OP(.name = "reduce_sum", .infer = infer_reduce("reduce_sum"), .grad = [](GradContext& c) { c.set(0, spread(c, 1.0)); });
+REGISTER_OP(.name = "reduce_sum", .infer = infer_reduce("reduce_sum"), .grad = [](GradContext& c) { c.set(0, spread(c, 1.0)); }, .layout = reduce_layout(true));
 REGISTER_OP(.name = "reduce_mean", .infer = infer_reduce("reduce_mean"), .grad = [](GradContext& c) {
   const Shape& in = c.input_type(0).shape;
   const Shape& out = c.g.type(c.output()).shape;
   c.set(0, spread(c, static_cast<double>(out.num_elements()) / static_cast<double>(in.num_elements())));
-});
+}, .layout = reduce_layout(false));
 
 Value reduce_sum(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims) {
   return g.add("reduce_sum", {x}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});

@@ -1,5 +1,6 @@
 // Per-row losses that compare predictions with same-shaped targets elementwise and average over
 // the last axis: binary cross-entropy (Keras's clipping), squared error and absolute error.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -28,12 +29,12 @@ std::vector<TensorType> infer_pred(const Attrs&, const std::vector<TensorType>& 
 }  // namespace
 
 REGISTER_OP(.name = "binary_cross_entropy", .infer = infer_rowwise("binary_cross_entropy"),
-            .grad = grad_rowwise("binary_cross_entropy_grad"));
-REGISTER_OP(.name = "squared_error", .infer = infer_rowwise("squared_error"), .grad = grad_rowwise("squared_error_grad"));
-REGISTER_OP(.name = "absolute_error", .infer = infer_rowwise("absolute_error"), .grad = grad_rowwise("absolute_error_grad"));
-REGISTER_OP(.name = "binary_cross_entropy_grad", .infer = infer_pred);
-REGISTER_OP(.name = "squared_error_grad", .infer = infer_pred);
-REGISTER_OP(.name = "absolute_error_grad", .infer = infer_pred);
+            .grad = grad_rowwise("binary_cross_entropy_grad"), .layout = rows({.batch_inputs = {0, 1}}));
+REGISTER_OP(.name = "squared_error", .infer = infer_rowwise("squared_error"), .grad = grad_rowwise("squared_error_grad"), .layout = rows({.batch_inputs = {0, 1}}));
+REGISTER_OP(.name = "absolute_error", .infer = infer_rowwise("absolute_error"), .grad = grad_rowwise("absolute_error_grad"), .layout = rows({.batch_inputs = {0, 1}}));
+REGISTER_OP(.name = "binary_cross_entropy_grad", .infer = infer_pred, .layout = rows({.batch_inputs = {0, 1, 2}}));
+REGISTER_OP(.name = "squared_error_grad", .infer = infer_pred, .layout = rows({.batch_inputs = {0, 1, 2}}));
+REGISTER_OP(.name = "absolute_error_grad", .infer = infer_pred, .layout = rows({.batch_inputs = {0, 1, 2}}));
 
 Value binary_cross_entropy(Graph& g, Value pred, Value target, bool from_logits) {
   return g.add("binary_cross_entropy", {pred, target}, {{"from_logits", from_logits}});

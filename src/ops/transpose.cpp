@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ops/attention.h"
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -26,6 +27,13 @@ std::vector<TensorType> infer_transpose(const Attrs& a, const std::vector<Tensor
   for (int64_t p : perm) out.push_back(s[static_cast<int>(p)]);
   return one({Shape(out), in[0].dtype});
 }
+
+// A permutation that keeps axis 0 in place keeps its split; partial sums permute as they are.
+std::optional<graph::Signature> transpose_layout(const graph::LayoutQuery& q) {
+  const graph::Layout& in = q.in[0];
+  if (in.is_partial() || (in.is_split() && in.axis == 0 && q.node.attrs.ints("perm")[0] == 0)) return graph::Signature{q.in, {in}};
+  return std::nullopt;
+}
 }  // namespace
 
 REGISTER_OP(
@@ -34,7 +42,7 @@ REGISTER_OP(
       std::vector<int64_t> inverse(perm.size());
       for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<int64_t>(i);
       c.set(0, transpose(c.g, c.dy(), inverse));
-    });
+    }, .layout = transpose_layout);
 
 Value transpose(Graph& g, Value x, std::vector<int64_t> perm) {
   const int rank = g.type(x).shape.rank();

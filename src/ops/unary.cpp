@@ -1,4 +1,5 @@
 // Activations. Each gradient is a "<op>_grad" op taking (dy, x or y) so the kernel can fuse it.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -16,16 +17,16 @@ GradFn grad_from_output(const char* grad_op) {
 }
 }  // namespace
 
-REGISTER_OP(.name = "relu", .infer = same_float, .grad = grad_from_output("relu_grad"));
-REGISTER_OP(.name = "sigmoid", .infer = same_float, .grad = grad_from_output("sigmoid_grad"));
-REGISTER_OP(.name = "tanh", .infer = same_float, .grad = grad_from_output("tanh_grad"));
+REGISTER_OP(.name = "relu", .infer = same_float, .grad = grad_from_output("relu_grad"), .layout = elementwise());
+REGISTER_OP(.name = "sigmoid", .infer = same_float, .grad = grad_from_output("sigmoid_grad"), .layout = elementwise());
+REGISTER_OP(.name = "tanh", .infer = same_float, .grad = grad_from_output("tanh_grad"), .layout = elementwise());
 REGISTER_OP(.name = "gelu", .infer = same_float, .grad = [](GradContext& c) {
   c.set(0, c.g.add("gelu_grad", {c.dy(), c.input(0)}, {{"approximate", c.attrs().b("approximate")}}));
-});
-REGISTER_OP(.name = "relu_grad", .infer = same_float);
-REGISTER_OP(.name = "sigmoid_grad", .infer = same_float);
-REGISTER_OP(.name = "tanh_grad", .infer = same_float);
-REGISTER_OP(.name = "gelu_grad", .infer = same_float);
+}, .layout = elementwise());
+REGISTER_OP(.name = "relu_grad", .infer = same_float, .layout = elementwise());
+REGISTER_OP(.name = "sigmoid_grad", .infer = same_float, .layout = elementwise());
+REGISTER_OP(.name = "tanh_grad", .infer = same_float, .layout = elementwise());
+REGISTER_OP(.name = "gelu_grad", .infer = same_float, .layout = elementwise());
 
 Value relu(Graph& g, Value x) { return g.add("relu", {x}); }
 Value sigmoid(Graph& g, Value x) { return g.add("sigmoid", {x}); }

@@ -127,6 +127,8 @@ void* Executable::feed(int program, const std::string& name) const {
 const void* Executable::fetch(int program, int index) const {
   const compile::Program& prog = plan_->programs[static_cast<std::size_t>(program)];
   const graph::Value v = prog.fetches[static_cast<std::size_t>(index)];
+  if (!v.valid())
+    throw Error("internal: fetch " + std::to_string(index) + " does not live on " + prog.device + " (see the plan's fetch sites)");
   return bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)];
 }
 

@@ -1,0 +1,158 @@
+#include "compile/boxing.h"
+
+#include <algorithm>
+
+#include "ops/attention.h"
+#include "ops/ops.h"
+#include "tandem/errors.h"
+
+namespace tandem::compile {
+
+namespace {
+using graph::Layout;
+using graph::Value;
+
+std::size_t at(int i) { return static_cast<std::size_t>(i); }
+
+// The graph of device d, ready for boxing nodes of `phase`.
+graph::Graph& prepare(std::vector<graph::Graph>& local, int d, graph::Phase phase) {
+  graph::Graph& g = local[at(d)];
+  g.scope = "boxing";
+  g.phase = phase;
+  return g;
+}
+
+Located like(const Located& v, Layout layout) {
+  Located r{v.devices, std::move(layout), std::vector<Value>(v.part.size()), v.type, v.phase};
+  return r;
+}
+
+Value zero_rows(graph::Graph& g, const TensorType& type, int axis, int64_t rows) {
+  std::vector<int64_t> dims = type.shape.dims();
+  dims[at(axis)] = rows;
+  return ops::fill(g, {Shape(std::move(dims)), type.dtype}, 0.0);
+}
+
+std::string devices_str(const std::vector<int>& devices) {
+  std::string s;
+  for (int d : devices) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return "{" + s + "}";
+}
+}  // namespace
+
+Located Boxing::convert(const Located& v, const std::vector<int>& devices, const Layout& want) {
+  if (v.devices == devices) return within(v, want);
+  return within(transfer(within(v, Layout::replicated()), devices), want);
+}
+
+Located Boxing::within(const Located& v, const Layout& want) {
+  using K = Layout::Kind;
+  if (v.layout == want) return v;
+  if (v.devices.size() == 1) {  // one device holds all of it, whatever it is called
+    Located r = v;
+    r.layout = want;
+    return r;
+  }
+  const K from = v.layout.kind;
+  switch (want.kind) {
+    case K::Replicated:
+      return from == K::Partial ? all_reduce({v})[0] : gather(v);
+    case K::Split:
+      if (from == K::Replicated) return slice(v, want);
+      if (from == K::Partial) return want.even() && want.axis == 0 ? scatter(v, want) : slice(all_reduce({v})[0], want);
+      return slice(gather(v), want);
+    case K::Partial:
+      break;
+  }
+  throw Error("internal: no layout rule asks for partial sums of a " + v.layout.str() + " value");
+}
+
+void Boxing::check_all_devices(const Located& v, const char* what) const {
+  if (static_cast<int>(v.devices.size()) != ranks())
+    throw Error(std::string("lowering: ") + what + " over devices " + devices_str(v.devices) + " of " + std::to_string(ranks()) +
+                " is not supported yet; collectives span every device of the strategy");
+}
+
+std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts) {
+  check_all_devices(parts[0], "an all-reduce");
+  graph::Phase phase = parts[0].phase;
+  for (const Located& p : parts) phase = std::max(phase, p.phase);
+  const graph::Attrs attrs{{"bucket", int64_t{next_bucket_++}}, {"mean", false}, {"bf16", bf16_}};
+  std::vector<Located> out;
+  for (const Located& p : parts) out.push_back(like(p, Layout::replicated()));
+  for (int d : parts[0].devices) {
+    graph::Graph& g = prepare(local_, d, phase);
+    std::vector<Value> in;
+    for (const Located& p : parts) in.push_back(p.on(d));
+    g.add_multi("all_reduce_start", in, attrs);
+    const int start = g.size() - 1;
+    const std::vector<Value> reduced = g.add_multi("all_reduce_wait", in, attrs);
+    g.node(g.size() - 1).after = {start};
+    for (std::size_t i = 0; i < parts.size(); ++i) out[i].part[at(d)] = reduced[i];
+  }
+  return out;
+}
+
+Located Boxing::copy(const Located& v) {
+  Located r = like(v, v.layout);
+  for (int d : v.devices) r.part[at(d)] = ops::scale(prepare(local_, d, v.phase), v.on(d), 1.0);
+  return r;
+}
+
+Located Boxing::transfer(const Located& v, const std::vector<int>& devices) {
+  Located r{devices, Layout::replicated(), std::vector<Value>(v.part.size()), v.type, v.phase};
+  const int from = v.devices.front();
+  for (int d : devices) {
+    if (std::find(v.devices.begin(), v.devices.end(), d) != v.devices.end()) {
+      r.part[at(d)] = v.on(d);
+      continue;
+    }
+    prepare(local_, from, v.phase).add_multi("send", {v.on(from)}, {{"peer", int64_t{d}}});
+    r.part[at(d)] = prepare(local_, d, v.phase)
+                        .add("recv", {}, {{"peer", int64_t{from}}, {"shape", v.type.shape.dims()}, {"dtype", int64_t(v.type.dtype)}});
+  }
+  return r;
+}
+
+Located Boxing::slice(const Located& v, const Layout& want) {
+  Located r = like(v, want);
+  for (std::size_t p = 0; p < v.devices.size(); ++p) {
+    const int d = v.devices[p];
+    r.part[at(d)] = ops::slice(prepare(local_, d, v.phase), v.on(d), want.axis, want.offset(static_cast<int>(p)), want.shares[p]);
+  }
+  return r;
+}
+
+// Every device pads its block to the longest one, all-gathers, and keeps the real rows.
+Located Boxing::gather(const Located& v) {
+  check_all_devices(v, "an all-gather");
+  if (v.layout.axis != 0) throw Error("internal: boxing gathers splits along axis 0 only, got " + v.layout.str());
+  const std::vector<int64_t>& shares = v.layout.shares;
+  const int64_t longest = *std::max_element(shares.begin(), shares.end());
+  const TensorType local = v.layout.local(v.type, 0);
+  Located r = like(v, Layout::replicated());
+  for (std::size_t p = 0; p < v.devices.size(); ++p) {
+    const int d = v.devices[p];
+    graph::Graph& g = prepare(local_, d, v.phase);
+    Value mine = v.on(d);
+    if (shares[p] < longest) mine = ops::concat(g, {mine, zero_rows(g, local, 0, longest - shares[p])}, 0);
+    Value all = g.add("all_gather", {mine}, {{"ranks", int64_t{ranks()}}});
+    if (!v.layout.even()) {
+      std::vector<Value> blocks;
+      for (std::size_t q = 0; q < shares.size(); ++q)
+        if (shares[q] > 0) blocks.push_back(ops::slice(g, all, 0, static_cast<int64_t>(q) * longest, shares[q]));
+      all = ops::concat(g, blocks, 0);
+    }
+    r.part[at(d)] = all;
+  }
+  return r;
+}
+
+Located Boxing::scatter(const Located& v, const Layout& want) {
+  check_all_devices(v, "a reduce-scatter");
+  Located r = like(v, want);
+  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase).add("reduce_scatter", {v.on(d)}, {{"ranks", int64_t{ranks()}}});
+  return r;
+}
+
+}  // namespace tandem::compile

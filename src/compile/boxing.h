@@ -1,0 +1,49 @@
+// Boxing: the communication that turns a value's layout on some devices into another layout on
+// the same or other devices, added as nodes to the per-device graphs. partial → replicated is an
+// all-reduce, split → replicated an all-gather, partial → split a reduce-scatter, replicated →
+// split a local slice, split → another split an all-gather and a slice, one device → another a
+// send/recv pair.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/layout.h"
+
+namespace tandem::compile {
+
+// A value of the global graph as the devices hold it.
+struct Located {
+  std::vector<int> devices;       // ascending device indices
+  graph::Layout layout;
+  std::vector<graph::Value> part; // per device index (invalid where the device has none)
+  TensorType type;                // the global value's type
+  graph::Phase phase = graph::Phase::Forward;
+  graph::Value on(int device) const { return part[static_cast<std::size_t>(device)]; }
+};
+
+class Boxing {
+ public:
+  Boxing(std::vector<graph::Graph>& local, bool all_reduce_bf16) : local_(local), bf16_(all_reduce_bf16) {}
+  // `v` as `want` on `devices`.
+  Located convert(const Located& v, const std::vector<int>& devices, const graph::Layout& want);
+  // Sums partial values over their (common) devices in one all-reduce: a bucket.
+  std::vector<Located> all_reduce(const std::vector<Located>& parts);
+  // A copy of `v` in a buffer of its own (an all-reduce works in place).
+  Located copy(const Located& v);
+
+ private:
+  Located within(const Located& v, const graph::Layout& want);
+  Located transfer(const Located& v, const std::vector<int>& devices);  // replicated → other devices
+  Located slice(const Located& v, const graph::Layout& want);            // replicated → split
+  Located gather(const Located& v);                                      // even split → replicated
+  Located scatter(const Located& v, const graph::Layout& want);          // partial → even split
+  int ranks() const { return static_cast<int>(local_.size()); }
+  void check_all_devices(const Located& v, const char* what) const;
+
+  std::vector<graph::Graph>& local_;
+  bool bf16_;
+  int next_bucket_ = 0;
+};
+
+}  // namespace tandem::compile

@@ -1,0 +1,319 @@
+// The lowering pass, in three walks over the global graph: placement (which devices run each
+// node), layouts (each op's rule applied to its inputs' layouts), and emission (each node added
+// to the graphs of its devices, with the boxing its inputs need in front of it).
+#include "compile/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "compile/boxing.h"
+#include "graph/op_registry.h"
+#include "tandem/errors.h"
+
+namespace tandem::compile {
+
+namespace {
+using graph::Layout;
+using graph::Signature;
+using graph::Value;
+
+std::size_t at(int i) { return static_cast<std::size_t>(i); }
+
+// Feeds, variables and constants: nodes without inputs, placed where they are read.
+bool is_source(const graph::Node& n) { return n.inputs.empty(); }
+bool writes(const graph::Node& n, int input) {
+  return std::find(n.def->writes_inputs.begin(), n.def->writes_inputs.end(), input) != n.def->writes_inputs.end();
+}
+
+std::string where(const graph::Node& n) { return "'" + n.op + "'" + (n.scope.empty() ? "" : " of '" + n.scope + "'"); }
+
+class Lowering {
+ public:
+  Lowering(const graph::Graph& g, const std::vector<Value>& fetches, const LoweringOptions& o)
+      : g_(g), fetches_(fetches), o_(o), k_(static_cast<int>(o.devices.size())), local_(at(k_)), boxing_(local_, o.all_reduce_bf16) {}
+
+  Plan run() {
+    if (k_ < 1) throw Error("internal: lowering for no devices");
+    place();
+    assign_layouts();
+    emit();
+    return programs();
+  }
+
+ private:
+  std::vector<int> all_devices() const {
+    std::vector<int> all(at(k_));
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+
+  // 1. Placement. The strategy places what it knows; a computation follows its first placed
+  // input; a variable, feed or constant goes where it is read; an update where its variable is.
+  void place() {
+    const int n = g_.size();
+    devices_.assign(at(n), {});
+    users_.assign(at(n), {});
+    for (int id = 0; id < n; ++id)
+      for (std::size_t i = 0; i < g_.node(id).inputs.size(); ++i) users_[at(g_.node(id).inputs[i].node)].push_back({id, static_cast<int>(i)});
+    if (k_ == 1) {
+      devices_.assign(at(n), {0});
+      return;
+    }
+    for (int id = 0; id < n; ++id) {
+      const graph::Node& node = g_.node(id);
+      if (o_.place) devices_[at(id)] = checked(o_.place(node), node);
+      if (devices_[at(id)].empty() && !is_source(node) && node.def->writes_inputs.empty()) follow_inputs(id, false);
+    }
+    settle_sources_and_updates();
+    for (int id = 0; id < n; ++id)
+      if (devices_[at(id)].empty() && !is_source(g_.node(id)) && g_.node(id).def->writes_inputs.empty()) follow_inputs(id, true);
+    settle_sources_and_updates();
+    for (auto& d : devices_)
+      if (d.empty()) d = all_devices();  // read by nothing that runs
+  }
+
+  std::vector<int> checked(std::vector<int> devices, const graph::Node& node) const {
+    std::sort(devices.begin(), devices.end());
+    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    for (int d : devices)
+      if (d < 0 || d >= k_)
+        throw Error("internal: node " + where(node) + " placed on device " + std::to_string(d) + " of " + std::to_string(k_));
+    return devices;
+  }
+
+  void follow_inputs(int id, bool or_everywhere) {
+    for (Value in : g_.node(id).inputs)
+      if (!devices_[at(in.node)].empty()) {
+        devices_[at(id)] = devices_[at(in.node)];
+        return;
+      }
+    if (or_everywhere) devices_[at(id)] = all_devices();
+  }
+
+  void settle_sources_and_updates() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int id = 0; id < g_.size(); ++id) {
+        if (!devices_[at(id)].empty()) continue;
+        const graph::Node& node = g_.node(id);
+        std::vector<int> devices;
+        if (!node.def->writes_inputs.empty()) {
+          devices = devices_[at(node.inputs[at(node.def->writes_inputs[0])].node)];
+        } else if (is_source(node)) {
+          std::set<int> readers, writers;  // a slot only its update reads goes with the update
+          for (auto [user, input] : users_[at(id)])
+            for (int d : devices_[at(user)]) (writes(g_.node(user), input) ? writers : readers).insert(d);
+          const std::set<int>& s = readers.empty() ? writers : readers;
+          devices.assign(s.begin(), s.end());
+        }
+        if (devices.empty()) continue;
+        devices_[at(id)] = std::move(devices);
+        changed = true;
+      }
+    }
+  }
+
+  // 2. Layouts. An input on other devices arrives replicated; the op's rule, if it has one and
+  // any input is not replicated, says what it needs; otherwise everything is replicated.
+  void assign_layouts() {
+    sig_.assign(at(g_.size()), {});
+    for (int id = 0; id < g_.size(); ++id) {
+      const graph::Node& node = g_.node(id);
+      const std::vector<int>& devices = devices_[at(id)];
+      const int m = static_cast<int>(devices.size());
+      std::vector<Layout> in;
+      bool all_replicated = true;
+      for (Value v : node.inputs) {
+        in.push_back(devices_[at(v.node)] == devices ? sig_[at(v.node)].out[at(v.index)] : Layout::replicated());
+        all_replicated = all_replicated && in.back().is_replicated();
+      }
+      Signature s;
+      if (m > 1 && node.def->source == ops::Source::Feed && o_.feed_layout) s.out = {o_.feed_layout(node, m)};
+      else if (m > 1 && !all_replicated && node.def->layout) {
+        if (auto rule = node.def->layout(graph::LayoutQuery{g_, node, in, m})) s = std::move(*rule);
+      }
+      if (s.out.empty()) s = {std::vector<Layout>(in.size()), std::vector<Layout>(node.outputs.size())};
+      if (s.in.size() != node.inputs.size() || s.out.size() != node.outputs.size())
+        throw Error("internal: the layout rule of " + where(node) + " answered for the wrong number of inputs or outputs");
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices, s.in[i]);
+      sig_[at(id)] = std::move(s);
+    }
+    for (Value f : fetches_) demands_[{f.node, f.index}].insert("fetch");
+  }
+
+  static std::string target(const std::vector<int>& devices, const Layout& layout) {
+    std::string s;
+    for (int d : devices) s += std::to_string(d) + ",";
+    return s + layout.str();
+  }
+  void demand(Value v, const std::vector<int>& devices, const Layout& layout) {
+    demands_[{v.node, v.index}].insert(target(devices, layout));
+  }
+
+  // 3. Emission, in the global graph's order (inputs before their readers).
+  void emit() {
+    value_.assign(at(g_.size()), {});
+    local_node_.assign(at(g_.size()), std::vector<int>(at(k_), -1));
+    for (const graph::VariableInfo& v : g_.variables()) variables_[v.id] = v;
+    bool reduced = false;
+    for (int id = 0; id < g_.size(); ++id) {
+      const graph::Node& node = g_.node(id);
+      if (!reduced && node.def->gradient_input >= 0) {
+        reduce_gradients(id);
+        reduced = true;
+      }
+      std::vector<Located> ins;
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) ins.push_back(convert(node.inputs[i], devices_[at(id)], sig_[at(id)].in[i]));
+      emit_node(id, ins);
+    }
+  }
+
+  void emit_node(int id, const std::vector<Located>& ins) {
+    const graph::Node& node = g_.node(id);
+    const std::vector<int>& devices = devices_[at(id)];
+    const Signature& s = sig_[at(id)];
+    auto& out = value_[at(id)];
+    for (std::size_t o = 0; o < node.outputs.size(); ++o)
+      out.push_back({devices, s.out[o], std::vector<Value>(at(k_)), node.outputs[o], node.phase});
+    for (std::size_t p = 0; p < devices.size(); ++p) {
+      const int d = devices[p];
+      const int position = static_cast<int>(p);
+      graph::Graph& lg = local_[at(d)];
+      lg.scope = node.scope;
+      lg.phase = node.phase;
+      std::vector<Value> outs;
+      try {
+        if (node.def->source == ops::Source::Feed) {
+          outs = {lg.placeholder(node.attrs.s("name"), s.out[0].local(node.outputs[0], position))};
+        } else if (node.def->source == ops::Source::Variable) {
+          outs = {lg.variable(variables_.at(static_cast<int>(node.attrs.i("var"))))};
+        } else {
+          graph::Attrs attrs = node.attrs;
+          if (node.def->localize) node.def->localize(attrs, s, position);
+          std::vector<Value> inputs;
+          for (const Located& in : ins) inputs.push_back(in.on(d));
+          outs = lg.add_multi(node.op, inputs, std::move(attrs));
+        }
+      } catch (const std::exception& e) {
+        throw Error("internal: lowering " + where(node) + " for " + o_.devices[at(d)] + ": " + e.what());
+      }
+      const int local_id = outs.empty() ? lg.size() - 1 : outs[0].node;
+      local_node_[at(id)][at(d)] = local_id;
+      for (int a : node.after)
+        if (local_node_[at(a)][at(d)] >= 0) lg.node(local_id).after.push_back(local_node_[at(a)][at(d)]);
+      for (std::size_t o = 0; o < outs.size(); ++o) {
+        const TensorType want = s.out[o].local(node.outputs[o], position);
+        if (!(lg.type(outs[o]) == want))
+          throw Error("internal: lowering " + where(node) + " for " + o_.devices[at(d)] + ": its layout " + s.out[o].str() +
+                      " means a part of shape " + want.shape.str() + ", the op made " + lg.type(outs[o]).shape.str());
+        out[o].part[at(d)] = outs[o];
+      }
+    }
+  }
+
+  // The gradients that updates need summed over the devices, in buckets in the order backward
+  // produces them (the last layers first); each bucket's all-reduce starts once its last
+  // gradient exists, while backward goes on.
+  void reduce_gradients(int first_update) {
+    std::vector<Value> grads;
+    for (int id = first_update; id < g_.size(); ++id) {
+      const graph::Node& node = g_.node(id);
+      const int gi = node.def->gradient_input;
+      if (gi < 0) continue;
+      const Value v = node.inputs[at(gi)];
+      const Located& src = value_[at(v.node)][at(v.index)];
+      if (v.node >= first_update || !src.layout.is_partial() || src.devices != devices_[at(id)] ||
+          !sig_[at(id)].in[at(gi)].is_replicated() || static_cast<int>(src.devices.size()) != k_)
+        continue;
+      if (std::find(grads.begin(), grads.end(), v) == grads.end()) grads.push_back(v);
+    }
+    std::stable_sort(grads.begin(), grads.end(), [](Value a, Value b) { return a.node < b.node; });
+    std::vector<Value> bucket;
+    std::size_t bytes = 0;
+    auto flush = [&] {
+      if (bucket.empty()) return;
+      std::vector<Located> parts;
+      for (Value v : bucket) parts.push_back(unshared(v));
+      const std::vector<Located> sums = boxing_.all_reduce(parts);
+      for (std::size_t i = 0; i < bucket.size(); ++i)
+        converted_[key(bucket[i], sums[i].devices, Layout::replicated())] = sums[i];
+      bucket.clear();
+      bytes = 0;
+    };
+    for (Value v : grads) {
+      const TensorType& t = g_.type(v);
+      if (!bucket.empty() && (bytes + t.bytes() > o_.bucket_bytes || g_.type(bucket.back()).dtype != t.dtype)) flush();
+      bucket.push_back(v);
+      bytes += t.bytes();
+    }
+    flush();
+  }
+
+  static std::string key(Value v, const std::vector<int>& devices, const Layout& layout) {
+    return std::to_string(v.node) + ":" + std::to_string(v.index) + "@" + target(devices, layout);
+  }
+
+  // A partial value as an all-reduce may overwrite: a copy when anything else reads it.
+  Located unshared(Value v) {
+    const Located& src = value_[at(v.node)][at(v.index)];
+    return demands_[{v.node, v.index}].size() > 1 ? boxing_.copy(src) : src;
+  }
+
+  Located convert(Value v, const std::vector<int>& devices, const Layout& want) {
+    const Located& src = value_[at(v.node)][at(v.index)];
+    if (src.devices == devices && src.layout == want) return src;
+    const std::string k = key(v, devices, want);
+    if (auto it = converted_.find(k); it != converted_.end()) return it->second;
+    const Located from = src.layout.is_partial() && !want.is_partial() ? unshared(v) : src;
+    return converted_[k] = boxing_.convert(from, devices, want);
+  }
+
+  Plan programs() {
+    Plan plan;
+    for (Value f : fetches_) {
+      const Located& loc = value_[at(f.node)][at(f.index)];
+      plan.fetches.push_back({loc.layout, loc.devices});
+    }
+    for (int d = 0; d < k_; ++d) {
+      std::vector<Value> fetches;
+      for (Value f : fetches_) fetches.push_back(value_[at(f.node)][at(f.index)].on(d));
+      Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches);
+      for (int id = 0; id < g_.size(); ++id) {
+        const graph::Node& node = g_.node(id);
+        if (node.def->source != ops::Source::Feed || local_node_[at(id)][at(d)] < 0 || node.outputs[0].shape.rank() < 1) continue;
+        const std::vector<int>& devices = devices_[at(id)];
+        const int position = static_cast<int>(std::find(devices.begin(), devices.end(), d) - devices.begin());
+        const Layout& l = sig_[at(id)].out[0];
+        p.feeds[node.attrs.s("name")] = l.is_split() ? FeedRows{l.offset(position), l.shares[at(position)]}
+                                                     : FeedRows{0, node.outputs[0].shape[0]};
+      }
+      plan.schedule.push_back(run_all_blocks(p));
+      plan.programs.push_back(std::move(p));
+    }
+    return plan;
+  }
+
+  const graph::Graph& g_;
+  const std::vector<Value>& fetches_;
+  const LoweringOptions& o_;
+  int k_;
+  std::vector<graph::Graph> local_;
+  Boxing boxing_;
+  std::vector<std::vector<int>> devices_;                    // per node
+  std::vector<std::vector<std::pair<int, int>>> users_;      // per node: (reader, input index)
+  std::vector<Signature> sig_;                               // per node
+  std::map<std::pair<int, int>, std::set<std::string>> demands_;  // per value: what its readers need
+  std::vector<std::vector<Located>> value_;                  // per node, per output
+  std::vector<std::vector<int>> local_node_;                 // per node, per device
+  std::map<std::string, Located> converted_;
+  std::map<int, graph::VariableInfo> variables_;
+};
+}  // namespace
+
+Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options) {
+  return Lowering(g, fetches, options).run();
+}
+
+}  // namespace tandem::compile

@@ -1,0 +1,31 @@
+// Lowering: one global graph (forward, loss, backward, updates for the whole batch) becomes one
+// program per device. Every node gets a placement (the devices that run it) and every value a
+// layout on its devices (graph/layout.h); each op's layout rule says what it works on, and
+// boxing inserts the communication where a value's layout is not what its reader needs. A
+// strategy is a choice of placements and feed layouts; the rest is this pass.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compile/plan.h"
+
+namespace tandem::compile {
+
+struct LoweringOptions {
+  std::vector<std::string> devices;
+  // The devices (indices into `devices`) that run a node; empty: the pass decides (a node
+  // follows its first placed input, a variable or feed its readers, an update its variable).
+  std::function<std::vector<int>(const graph::Node&)> place;
+  // How a feed lies over its devices; empty: replicated.
+  std::function<graph::Layout(const graph::Node& feed, int devices)> feed_layout;
+  // Gradients summed across devices travel in buckets of about this many bytes, each started as
+  // soon as backward has produced its last gradient.
+  std::size_t bucket_bytes = 25u << 20;
+  bool all_reduce_bf16 = false;
+};
+
+Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options);
+
+}  // namespace tandem::compile

@@ -1,0 +1,80 @@
+#include "ops/layout_rules.h"
+
+#include <algorithm>
+
+#include "ops/ops.h"
+
+namespace tandem::ops {
+
+namespace {
+std::size_t at(int i) { return static_cast<std::size_t>(i); }
+
+std::optional<Signature> rows_signature(const graph::LayoutQuery& q, const RowsRule& r) {
+  if (r.axis_attr && normalize_axis(q.node.attrs.i(r.axis_attr), q.input_type(0).shape.rank(), q.node.op.c_str()) == 0)
+    return std::nullopt;
+  const Layout* ref = nullptr;
+  int64_t extent = 0;
+  for (int i : r.batch_inputs)
+    if (q.in[at(i)].is_split() && q.in[at(i)].axis == 0) {
+      ref = &q.in[at(i)];
+      extent = q.input_type(i).shape[0];
+      break;
+    }
+  if (!ref) return partial_signature(q, r.linear);
+  Signature s{std::vector<Layout>(q.in.size()), std::vector<Layout>(q.node.outputs.size(), *ref)};
+  for (int i : r.batch_inputs) {
+    const Shape& shape = q.input_type(i).shape;
+    if (shape.rank() < std::max(1, r.min_rank) || shape[0] != extent) return std::nullopt;
+    s.in[at(i)] = *ref;
+  }
+  for (int o : r.partial_outputs) s.out[at(o)] = Layout::partial();
+  for (std::size_t o = 0; o < s.out.size(); ++o) {
+    const Shape& shape = q.node.outputs[o].shape;
+    if (s.out[o].is_split() && (shape.rank() < 1 || shape[0] != extent)) return std::nullopt;
+  }
+  return s;
+}
+}  // namespace
+
+std::optional<Signature> partial_signature(const graph::LayoutQuery& q, const LinearIn& linear) {
+  for (const std::vector<int>& set : linear) {
+    bool fits = true;
+    for (std::size_t i = 0; i < q.in.size() && fits; ++i) {
+      const bool in_set = std::find(set.begin(), set.end(), static_cast<int>(i)) != set.end();
+      fits = in_set ? q.in[i].is_partial() : q.in[i].is_replicated();
+    }
+    if (fits) return Signature{q.in, std::vector<Layout>(q.node.outputs.size(), Layout::partial())};
+  }
+  return std::nullopt;
+}
+
+LayoutFn rows(RowsRule rule) {
+  return [rule = std::move(rule)](const graph::LayoutQuery& q) { return rows_signature(q, rule); };
+}
+
+LayoutFn elementwise(LinearIn linear) {
+  return [linear = std::move(linear)](const graph::LayoutQuery& q) {
+    const Shape& out = q.output_type(0).shape;
+    RowsRule rule{{}, {}, linear};
+    if (out.rank() >= 1 && out[0] > 1)
+      for (int i = 0; i < static_cast<int>(q.in.size()); ++i) {
+        const Shape& s = q.input_type(i).shape;
+        if (s.rank() == out.rank() && s[0] == out[0]) rule.batch_inputs.push_back(i);
+      }
+    return rows_signature(q, rule);
+  };
+}
+
+LinearIn linear_in_input0() { return {{0}}; }
+
+LocalizeFn local_batch_extent(const char* key) {
+  return [key](graph::Attrs& attrs, const Signature& sig, int position) {
+    const Layout& out = sig.out[0];
+    if (!out.is_split()) return;
+    std::vector<int64_t> dims = attrs.ints(key);
+    dims[at(out.axis)] = out.shares[at(position)];
+    attrs.set(key, std::move(dims));
+  };
+}
+
+}  // namespace tandem::ops
