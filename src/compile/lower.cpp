@@ -50,7 +50,8 @@ class Lowering {
   }
 
   // 1. Placement. The strategy places what it knows; a computation follows its first placed
-  // input; a variable, feed or constant goes where it is read; an update where its variable is.
+  // input; a variable, feed or constant goes where it is read; an update where its variable is
+  // (whatever the strategy says: it writes the variable's own memory on each of those devices).
   void place() {
     const int n = g_.size();
     devices_.assign(at(n), {});
@@ -63,8 +64,9 @@ class Lowering {
     }
     for (int id = 0; id < n; ++id) {
       const graph::Node& node = g_.node(id);
+      if (!node.def->writes_inputs.empty()) continue;
       if (o_.place) devices_[at(id)] = checked(o_.place(node), node);
-      if (devices_[at(id)].empty() && !is_source(node) && node.def->writes_inputs.empty()) follow_inputs(id, false);
+      if (devices_[at(id)].empty() && !is_source(node)) follow_inputs(id, false);
     }
     settle_sources_and_updates();
     for (int id = 0; id < n; ++id)
@@ -165,7 +167,12 @@ class Lowering {
         reduced = true;
       }
       std::vector<Located> ins;
-      for (std::size_t i = 0; i < node.inputs.size(); ++i) ins.push_back(convert(node.inputs[i], devices_[at(id)], sig_[at(id)].in[i]));
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        ins.push_back(convert(node.inputs[i], devices_[at(id)], sig_[at(id)].in[i]));
+        const Located& own = value_[at(node.inputs[i].node)][at(node.inputs[i].index)];
+        if (writes(node, static_cast<int>(i)) && ins.back().part != own.part)
+          throw Error("internal: lowering " + where(node) + ": the variable it writes would be a copy on its devices");
+      }
       emit_node(id, ins);
     }
   }

@@ -1,0 +1,292 @@
+// The lowering pass: global graphs lowered over 2 and 4 virtual CPU devices against the same
+// graph on one device, and the gradients of the lowered plans against float64 finite
+// differences. Each layout conversion the boxing pass knows is reached by a small graph whose
+// ops' rules ask for it; a manual placement moves values between devices with send/recv.
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "autodiff/autodiff.h"
+#include "backend/device.h"
+#include "compile/lower.h"
+#include "distribute/comm/inprocess.h"
+#include "distribute/strategy.h"
+#include "ops/attention.h"
+#include "ops/ops.h"
+#include "runtime/executable.h"
+#include "runtime/variable_homes.h"
+
+namespace compile = tandem::compile;
+namespace graph = tandem::graph;
+namespace ops = tandem::ops;
+using graph::Layout;
+using tandem::DType;
+using tandem::Shape;
+using tandem::VariablePtr;
+
+namespace {
+std::vector<std::string> cpus(int k) {
+  std::vector<std::string> d;
+  for (int i = 0; i < k; ++i) d.push_back("cpu:" + std::to_string(i));
+  return d;
+}
+
+std::vector<double> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (double& x : v) x = u(gen);
+  return v;
+}
+
+// A global graph lowered over cpu:0..k-1 and bound; inputs are written and fetches read as the
+// plan lays them out (each program its rows of a split feed; partial fetches summed, splits
+// concatenated).
+struct Lowered {
+  std::shared_ptr<compile::Plan> plan;
+  std::map<int, VariablePtr> variables;
+  tandem::runtime::VariableHomes homes;  // before exe: the plan's kernels use them
+  std::vector<tandem::backend::Device*> devices;
+  std::unique_ptr<tandem::runtime::Executable> exe;
+
+  Lowered(const graph::Graph& g, const std::vector<graph::Value>& fetches, const compile::LoweringOptions& o,
+          const std::vector<VariablePtr>& vars = {}) {
+    plan = std::make_shared<compile::Plan>(compile::lower(g, fetches, o));
+    for (const VariablePtr& v : vars) variables[v->id()] = v;
+    for (const std::string& name : o.devices) devices.push_back(&tandem::backend::open_device(name, 1));
+    auto comm = std::make_shared<tandem::distribute::comm::InProcessCommunicator>(o.devices);
+    comm->set_timeout(std::chrono::milliseconds(20000));
+    exe = std::make_unique<tandem::runtime::Executable>(
+        plan, devices, [this](int p, int id) { return homes.home(*devices[static_cast<std::size_t>(p)], *variables.at(id)); }, comm);
+  }
+  // `values` is the whole input of `rows` rows.
+  void feed(const std::string& name, const std::vector<double>& values, int64_t rows) {
+    const std::size_t row = values.size() / static_cast<std::size_t>(rows);
+    for (int p = 0; p < exe->programs(); ++p) {
+      const auto it = plan->programs[static_cast<std::size_t>(p)].feeds.find(name);
+      void* dst = exe->feed(p, name);
+      if (it == plan->programs[static_cast<std::size_t>(p)].feeds.end() || !dst) continue;
+      exe->device(p).copy_in(dst, values.data() + static_cast<std::size_t>(it->second.offset) * row,
+                             static_cast<std::size_t>(it->second.rows) * row * sizeof(double));
+    }
+  }
+  // Fetch i, of n float64 values in all.
+  std::vector<double> fetch(int i, std::size_t n) const {
+    const compile::FetchSite& site = plan->fetches[static_cast<std::size_t>(i)];
+    std::vector<double> out(n, 0.0);
+    if (site.layout.is_split()) {
+      REQUIRE(site.layout.axis == 0);
+      const std::size_t row = n / static_cast<std::size_t>(site.layout.offset(static_cast<int>(site.programs.size())));
+      for (std::size_t q = 0; q < site.programs.size(); ++q)
+        exe->copy_fetch(site.programs[q], i, out.data() + static_cast<std::size_t>(site.layout.offset(static_cast<int>(q))) * row,
+                        static_cast<std::size_t>(site.layout.shares[q]) * row * sizeof(double));
+      return out;
+    }
+    for (int p : site.programs) {
+      std::vector<double> part(n);
+      exe->copy_fetch(p, i, part.data(), n * sizeof(double));
+      for (std::size_t e = 0; e < n; ++e) out[e] += part[e];
+      if (!site.layout.is_partial()) break;
+    }
+    return out;
+  }
+  int count(int program, const std::string& op) const {
+    const graph::Graph& g = plan->programs[static_cast<std::size_t>(program)].graph;
+    int n = 0;
+    for (int i = 0; i < g.size(); ++i) n += g.node(i).op == op;
+    return n;
+  }
+};
+
+graph::Value sum_all(graph::Graph& g, graph::Value v) {
+  std::vector<int64_t> axes;
+  for (int a = 0; a < g.type(v).shape.rank(); ++a) axes.push_back(a);
+  return ops::reduce_sum(g, v, axes);
+}
+
+// Reaches every conversion: softmax along the batch axis has no rule, so its split input is
+// gathered (S→R); z is fed whole and sliced for mul (R→S); a sum over u's split axis is partial
+// and added to split rows (P→S); relu of a partial sum needs it whole (P→R); w is split unlike x
+// (S→S). The loss weighs each result by fixed coefficients so that no gradient is trivial.
+struct ConversionGraph {
+  graph::Graph g;
+  std::vector<graph::Value> fetches;  // loss, then its gradients for x, z, u, w
+  explicit ConversionGraph(int64_t rows) {
+    auto in = [&](const char* name, Shape s) { return g.placeholder(name, {std::move(s), DType::F64}); };
+    const graph::Value x = in("x", {rows, 3}), z = in("z", {rows, 3}), u = in("u", {4, rows, 3}), w = in("w", {rows, 3});
+    const graph::Value m = in("m", {rows, 3});
+    const graph::Value a = ops::softmax(g, x, 0);
+    const graph::Value b = ops::mul(g, x, z);
+    const graph::Value c = ops::add(g, x, ops::reduce_sum(g, u, {0}));
+    const graph::Value r = ops::relu(g, ops::reduce_sum(g, x, {0}));
+    const graph::Value d = ops::add(g, ops::tanh(g, x), w);
+    auto weighed = [&](graph::Value v) { return sum_all(g, ops::mul(g, ops::mul(g, v, v), m)); };
+    graph::Value loss = ops::add(g, weighed(a), sum_all(g, ops::mul(g, b, b)));
+    loss = ops::add(g, loss, weighed(c));
+    loss = ops::add(g, loss, sum_all(g, ops::mul(g, r, r)));
+    loss = ops::add(g, loss, weighed(d));
+    fetches = {loss};
+    for (graph::Value grad : tandem::autodiff::gradients(g, loss, {x, z, u, w})) fetches.push_back(grad);
+  }
+};
+
+struct Inputs {
+  int64_t rows;
+  std::map<std::string, std::vector<double>> values;
+  explicit Inputs(int64_t r) : rows(r) {
+    const auto n = static_cast<std::size_t>(3 * rows);
+    values = {{"x", random_values(n, 1)}, {"z", random_values(n, 2)}, {"u", random_values(4 * n, 3)},
+              {"w", random_values(n, 4)}, {"m", random_values(n, 5)}};
+  }
+  double loss(Lowered& l) const {
+    for (const auto& [name, v] : values) l.feed(name, v, name == "u" ? 4 : rows);
+    l.exe->run();
+    return l.fetch(0, 1)[0];
+  }
+};
+}  // namespace
+
+TEST_CASE("lowering: every layout conversion gives the one-device result, and the lowered gradients pass the f64 check") {
+  struct Split {
+    int devices;
+    int64_t rows;
+    std::vector<int64_t> w_shares;  // unlike x's even split
+  };
+  for (const Split& c : {Split{2, 8, {5, 3}}, Split{2, 7, {3, 4}}, Split{4, 8, {3, 2, 2, 1}}, Split{4, 10, {2, 2, 3, 3}}}) {
+    INFO(c.devices << " devices, " << c.rows << " rows");
+    const ConversionGraph cg(c.rows);
+    Inputs inputs(c.rows);
+    Lowered one(cg.g, cg.fetches, {.devices = {"cpu:0"}});
+    compile::LoweringOptions o{.devices = cpus(c.devices)};
+    o.place = [&](const graph::Node&) {
+      std::vector<int> all;
+      for (int d = 0; d < c.devices; ++d) all.push_back(d);
+      return all;
+    };
+    o.feed_layout = [&](const graph::Node& feed, int k) {
+      const std::string& name = feed.attrs.s("name");
+      if (name == "z" || name == "m") return Layout::replicated();
+      if (name == "w") return Layout::split(0, c.w_shares);
+      return Layout::even_split(0, feed.outputs[0].shape[0], k);
+    };
+    Lowered many(cg.g, cg.fetches, o);
+    const bool even = c.rows % c.devices == 0;
+    CHECK(many.count(0, "all_gather") >= 2);         // S→R and S→S
+    CHECK(many.count(0, "slice") >= 2);              // R→S and S→S (and uneven gathers)
+    CHECK(many.count(0, "all_reduce_start") >= 1);  // P→R
+    CHECK((many.count(0, "reduce_scatter") >= 1) == even);  // P→S, when the split is even
+    CHECK(many.count(0, "send") == 0);
+
+    CHECK(inputs.loss(many) == doctest::Approx(inputs.loss(one)).epsilon(1e-12));
+    const char* names[] = {"x", "z", "u", "w"};
+    std::vector<std::vector<double>> grads;
+    for (int i = 0; i < 4; ++i) {
+      const std::size_t n = inputs.values[names[i]].size();
+      inputs.loss(one);
+      const std::vector<double> reference = one.fetch(i + 1, n);
+      inputs.loss(many);
+      grads.push_back(many.fetch(i + 1, n));
+      for (std::size_t e = 0; e < n; ++e) CHECK(grads.back()[e] == doctest::Approx(reference[e]).epsilon(1e-12));
+    }
+    const double h = 1e-6;
+    for (int i = 0; i < 4; ++i) {
+      std::vector<double>& v = inputs.values[names[i]];
+      for (std::size_t e = 0; e < v.size(); ++e) {
+        const double keep = v[e];
+        v[e] = keep + h;
+        const double up = inputs.loss(many);
+        v[e] = keep - h;
+        const double down = inputs.loss(many);
+        v[e] = keep;
+        INFO(names[i] << " element " << e);
+        CHECK(grads[static_cast<std::size_t>(i)][e] == doctest::Approx((up - down) / (2 * h)).epsilon(1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("lowering: a layer placed on cpu:1 feeding one on cpu:0 gets send/recv both ways, and an SGD step equals one device's") {
+  auto step = [](int devices) {
+    const int64_t rows = 6;
+    auto w1 = std::make_shared<tandem::Variable>("first/kernel", tandem::Tensor::from({4, 5}, std::span<const double>(random_values(20, 7))), true);
+    auto w2 = std::make_shared<tandem::Variable>("second/kernel", tandem::Tensor::from({5, 2}, std::span<const double>(random_values(10, 8))), true);
+    auto sgd = tandem::optimizers::SGD(0.1);
+    graph::Graph g;
+    auto read = [&](const VariablePtr& v) { return g.variable({v->id(), v->path(), v->value().type(), true}); };
+    const graph::Value x = g.placeholder("x", {Shape{rows, 4}, DType::F64});
+    const graph::Value y = g.placeholder("y", {Shape{rows, 2}, DType::F64});
+    graph::Value h, out;
+    {
+      graph::ScopeGuard scope(g, "first");
+      h = ops::tanh(g, ops::matmul(g, x, read(w1)));
+    }
+    {
+      graph::ScopeGuard scope(g, "second");
+      out = ops::matmul(g, h, read(w2));
+    }
+    graph::Value loss;
+    {
+      graph::ScopeGuard scope(g, "loss");
+      const graph::Value diff = ops::sub(g, out, y);
+      loss = ops::scale(g, sum_all(g, ops::mul(g, diff, diff)), 1.0 / rows);
+    }
+    const std::vector<graph::Value> grads = tandem::autodiff::gradients(g, loss, {read(w1), read(w2)});
+    sgd->emit_updates(g, {w1, w2}, grads);
+    std::vector<VariablePtr> vars{w1, w2};
+    for (const VariablePtr& v : sgd->variables()) vars.push_back(v);
+
+    compile::LoweringOptions o{.devices = cpus(devices)};
+    if (devices == 2)  // the layer "first" on cpu:1, everything else it says where on cpu:0
+      o.place = [](const graph::Node& n) { return n.scope == "first" ? std::vector<int>{1} : n.scope.empty() ? std::vector<int>{} : std::vector<int>{0}; };
+    Lowered l(g, {loss}, o, vars);
+    if (devices == 2) {
+      CHECK(l.count(1, "send") >= 1);  // h forward
+      CHECK(l.count(0, "recv") >= 1);
+      CHECK(l.count(0, "send") >= 1);  // h's gradient back
+      CHECK(l.count(1, "recv") >= 1);
+      CHECK(l.count(0, "all_reduce_start") == 0);
+      CHECK(l.plan->fetches[0].programs == std::vector<int>{0});  // the loss lives on cpu:0 only
+    }
+    l.feed("x", random_values(24, 9), rows);
+    l.feed("y", random_values(12, 10), rows);
+    l.exe->run();
+    const double loss_value = l.fetch(0, 1)[0];
+    l.homes.to_host(vars);
+    return std::make_tuple(loss_value, w1->value().clone(), w2->value().clone());
+  };
+  const auto [loss1, w1_one, w2_one] = step(1);
+  const auto [loss2, w1_two, w2_two] = step(2);
+  CHECK(loss2 == loss1);
+  for (int64_t e = 0; e < w1_one.size(); ++e) CHECK(w1_two.item(e) == w1_one.item(e));
+  for (int64_t e = 0; e < w2_one.size(); ++e) CHECK(w2_two.item(e) == w2_one.item(e));
+}
+
+TEST_CASE("lowering: Mirrored's step of a dense layer splits the rows and sums the gradients in one all-reduce bucket, nothing else") {
+  const int64_t rows = 8;
+  auto w = std::make_shared<tandem::Variable>("dense/kernel", tandem::Tensor::from({4, 3}, std::span<const double>(random_values(12, 1))), true);
+  auto b = std::make_shared<tandem::Variable>("dense/bias", tandem::Tensor::from({3}, std::span<const double>(random_values(3, 2))), true);
+  graph::Graph g;
+  auto read = [&](const VariablePtr& v) { return g.variable({v->id(), v->path(), v->value().type(), true}); };
+  const graph::Value x = g.placeholder("x", {Shape{rows, 4}, DType::F64});
+  const graph::Value y = g.placeholder("y", {Shape{rows}, DType::I32});
+  const graph::Value logits = ops::bias_add(g, ops::matmul(g, x, read(w)), read(b));
+  const graph::Value loss = ops::scale(g, sum_all(g, ops::cross_entropy(g, logits, y, true, true)), 1.0 / rows);
+  tandem::optimizers::SGD(0.1)->emit_updates(g, {w, b}, tandem::autodiff::gradients(g, loss, {read(w), read(b)}));
+  const compile::Plan plan = tandem::distribute::Mirrored(cpus(2))->lower(g, {loss});
+  CHECK(plan.fetches[0].layout.is_partial());
+  for (const compile::Program& p : plan.programs) {
+    std::map<std::string, int> ops_seen;
+    for (int i = 0; i < p.graph.size(); ++i) ++ops_seen[p.graph.node(i).op];
+    CHECK(ops_seen["all_reduce_start"] == 1);
+    CHECK(ops_seen["all_gather"] == 0);
+    CHECK(ops_seen["reduce_scatter"] == 0);
+    CHECK(p.feeds.at("x").rows == 4);
+    for (int i = 0; i < p.graph.size(); ++i)
+      if (p.graph.node(i).op == "all_reduce_start") CHECK(p.graph.node(i).inputs.size() == 2);  // both gradients
+  }
+  CHECK(plan.programs[1].feeds.at("y").offset == 4);
+}
