@@ -19,18 +19,24 @@ int Strategy::threads_per_device() const {
 namespace {
 class DefaultStrategy : public Strategy {
  public:
-  explicit DefaultStrategy(std::string device) : device_(backend::parse_device(device).str()) {}
+  DefaultStrategy(std::string device, DefaultOptions o) : device_(backend::parse_device(device).str()), options_(o) {
+    if (o.micro_batches < 1) throw ValueError("Default: micro_batches must be >= 1, got " + std::to_string(o.micro_batches));
+  }
   std::vector<std::string> devices() const override { return {device_}; }
+  int micro_batches() const override { return static_cast<int>(options_.micro_batches); }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches) const override {
-    return compile::lower(g, fetches, {.devices = {device_}});
+  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
+    return compile::lower(g, fetches, {.devices = {device_}, .micro_batches = micro_batches});
   }
 
  private:
   std::string device_;
+  DefaultOptions options_;
 };
 }  // namespace
 
-StrategyPtr Default(const std::string& device) { return std::make_shared<DefaultStrategy>(device); }
+StrategyPtr Default(const std::string& device, const DefaultOptions& options) {
+  return std::make_shared<DefaultStrategy>(device, options);
+}
 
 }  // namespace tandem::distribute

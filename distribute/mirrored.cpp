@@ -36,7 +36,7 @@ class MirroredStrategy : public Strategy {
   // Data parallel in the lowering's terms: every node on every device, the batch split by rows
   // (the first rows % k devices take one more), so the weights are replicated, gradients come
   // out partial and the pass sums them in bucketed all-reduces that overlap backward.
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches) const override {
+  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
     std::vector<int> all(devices_.size());
     for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
     compile::LoweringOptions o;
@@ -51,6 +51,7 @@ class MirroredStrategy : public Strategy {
     };
     o.bucket_bytes = static_cast<std::size_t>(options_.bucket_bytes);
     o.all_reduce_bf16 = options_.all_reduce_bf16;
+    o.micro_batches = micro_batches;
     return compile::lower(g, fetches, o);
   }
 

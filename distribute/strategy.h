@@ -19,9 +19,12 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::vector<std::string> devices() const = 0;
-  // Lowers the global graph of one step (the whole batch: forward, loss, metrics, backward,
-  // updates) into one program per device. `fetches` are read after each step, where they live.
-  virtual compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches) const = 0;
+  // Lowers the global graph of one step (one micro-batch of it: forward, loss, metrics, backward,
+  // updates) into one program per device that runs `micro_batches` of them per step. `fetches`
+  // are read after each step, where they live.
+  virtual compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches = 1) const = 0;
+  // Micro-batches each batch is cut into (the model sums their gradients before the update).
+  virtual int micro_batches() const { return 1; }
   virtual std::shared_ptr<comm::Communicator> communicator() const { return nullptr; }
   // Training steps per weight update: gradients of the others are accumulated locally.
   virtual int sync_every() const { return 1; }

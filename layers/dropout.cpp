@@ -25,7 +25,7 @@ class DropoutLayer : public Layer {
   }
   graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     if (!ctx.training || rate_ == 0.0) return inputs[0];
-    return ops::dropout(ctx.g, inputs[0], ctx.step, rate_, seed_, ctx.row_offset);
+    return ops::dropout(ctx.g, inputs[0], ctx.step, rate_, seed_);
   }
 
  private:

@@ -95,7 +95,7 @@ class MultiHeadAttentionLayer : public Layer {
     Value scores = ops::batch_matmul(g, q, k, false, true);  // (B, N, T, S)
     if (opts_.use_causal_mask) scores = ops::causal_mask(g, scores, 0);
     Value probs = ops::softmax(g, scores, -1);
-    if (ctx.training && opts_.dropout > 0.0) probs = ops::dropout(g, probs, ctx.step, opts_.dropout, seed_, ctx.row_offset);
+    if (ctx.training && opts_.dropout > 0.0) probs = ops::dropout(g, probs, ctx.step, opts_.dropout, seed_);
 
     Value heads = ops::batch_matmul(g, probs, v);  // (B, N, T, Hv)
     const int64_t batch = g.type(heads).shape[0];

@@ -63,15 +63,19 @@ struct Lowered {
     exe = std::make_unique<tandem::runtime::Executable>(
         plan, devices, [this](int p, int id) { return homes.home(*devices[static_cast<std::size_t>(p)], *variables.at(id)); }, comm);
   }
-  // `values` is the whole input of `rows` rows.
+  // `values` is the whole input of `rows` rows: micro-batch j of m gets the j-th m-th of them.
   void feed(const std::string& name, const std::vector<double>& values, int64_t rows) {
     const std::size_t row = values.size() / static_cast<std::size_t>(rows);
-    for (int p = 0; p < exe->programs(); ++p) {
-      const auto it = plan->programs[static_cast<std::size_t>(p)].feeds.find(name);
-      void* dst = exe->feed(p, name);
-      if (it == plan->programs[static_cast<std::size_t>(p)].feeds.end() || !dst) continue;
-      exe->device(p).copy_in(dst, values.data() + static_cast<std::size_t>(it->second.offset) * row,
-                             static_cast<std::size_t>(it->second.rows) * row * sizeof(double));
+    const int m = plan->programs[0].micro_batches();
+    for (int j = 0; j < m; ++j) {
+      const double* micro = values.data() + static_cast<std::size_t>(j * rows / m) * row;
+      for (int p = 0; p < exe->programs(); ++p) {
+        const auto it = plan->programs[static_cast<std::size_t>(p)].feeds.find(name);
+        void* dst = exe->feed(p, name, j);
+        if (it == plan->programs[static_cast<std::size_t>(p)].feeds.end() || !dst) continue;
+        exe->device(p).copy_in(dst, micro + static_cast<std::size_t>(it->second.offset) * row,
+                               static_cast<std::size_t>(it->second.rows) * row * sizeof(double));
+      }
     }
   }
   // Fetch i, of n float64 values in all.
@@ -289,4 +293,98 @@ TEST_CASE("lowering: Mirrored's step of a dense layer splits the rows and sums t
       if (p.graph.node(i).op == "all_reduce_start") CHECK(p.graph.node(i).inputs.size() == 2);  // both gradients
   }
   CHECK(plan.programs[1].feeds.at("y").offset == 4);
+}
+
+namespace {
+// One SGD step of a two-layer network on `rows` rows, as the graph of one of `micro_batches`
+// micro-batches: its loss is scaled by the whole batch and its gradients summed over the
+// micro-batches (what the model builds).
+struct MicroBatchedStep {
+  graph::Graph g;
+  std::vector<graph::Value> fetches;
+  std::vector<VariablePtr> vars;
+  MicroBatchedStep(int64_t rows, int micro_batches) {
+    const int64_t micro = rows / micro_batches;
+    auto w1 = std::make_shared<tandem::Variable>("d1/kernel", tandem::Tensor::from({4, 16}, std::span<const double>(random_values(64, 1))), true);
+    auto w2 = std::make_shared<tandem::Variable>("d2/kernel", tandem::Tensor::from({16, 2}, std::span<const double>(random_values(32, 2))), true);
+    auto sgd = tandem::optimizers::SGD(0.1);
+    auto read = [&](const VariablePtr& v) { return g.variable({v->id(), v->path(), v->value().type(), true}); };
+    auto summed = [&](graph::Value v) { return micro_batches > 1 ? ops::micro_sum(g, v) : v; };
+    const graph::Value x = g.placeholder("x", {Shape{micro, 4}, DType::F64});
+    const graph::Value y = g.placeholder("y", {Shape{micro, 2}, DType::F64});
+    const graph::Value out = ops::matmul(g, ops::tanh(g, ops::matmul(g, x, read(w1))), read(w2));
+    const graph::Value diff = ops::sub(g, out, y);
+    const graph::Value loss = ops::scale(g, sum_all(g, ops::mul(g, diff, diff)), 1.0 / static_cast<double>(rows));
+    fetches = {summed(loss)};
+    std::vector<graph::Value> grads = tandem::autodiff::gradients(g, loss, {read(w1), read(w2)});
+    {
+      graph::ScopeGuard phase(g, graph::Phase::Backward);
+      for (graph::Value& grad : grads) grad = summed(grad);
+    }
+    sgd->emit_updates(g, {w1, w2}, grads);
+    vars = {w1, w2};
+    for (const VariablePtr& v : sgd->variables()) vars.push_back(v);
+  }
+};
+}  // namespace
+
+TEST_CASE("lowering: a step of 4 micro-batches equals one on the whole batch, and each micro-batch in flight costs one slot of arena") {
+  const int64_t rows = 32;
+  const std::vector<double> x = random_values(4 * rows, 3), y = random_values(2 * rows, 4);
+  auto run = [&](int micro_batches, int in_flight, std::size_t* arena, std::size_t* slot) {
+    MicroBatchedStep s(rows, micro_batches);
+    Lowered l(s.g, s.fetches, {.devices = {"cpu:0"}, .micro_batches = micro_batches, .in_flight = in_flight}, s.vars);
+    l.feed("x", x, rows);
+    l.feed("y", y, rows);
+    l.exe->run();
+    const double loss = l.fetch(0, 1)[0];
+    l.homes.to_host(s.vars);
+    if (arena) *arena = l.exe->arena_bytes(0);
+    if (slot) *slot = l.plan->programs[0].memory.slot_bytes;
+    return std::make_tuple(loss, s.vars[0]->value().clone(), s.vars[1]->value().clone());
+  };
+  const auto [loss, w1, w2] = run(1, 1, nullptr, nullptr);
+  std::size_t arena1 = 0, arena4 = 0, slot1 = 0, slot4 = 0;
+  for (int in_flight : {1, 4}) {
+    INFO(in_flight << " micro-batches in flight");
+    const auto [micro_loss, micro_w1, micro_w2] = run(4, in_flight, in_flight == 1 ? &arena1 : &arena4, in_flight == 1 ? &slot1 : &slot4);
+    CHECK(micro_loss == doctest::Approx(loss).epsilon(1e-12));
+    for (int64_t e = 0; e < w1.size(); ++e) CHECK(micro_w1.item(e) == doctest::Approx(w1.item(e)).epsilon(1e-12));
+    for (int64_t e = 0; e < w2.size(); ++e) CHECK(micro_w2.item(e) == doctest::Approx(w2.item(e)).epsilon(1e-12));
+  }
+  // The slot holds what backward reads of forward (the activations, x): at least the 8-row
+  // micro-batch's hidden layer, 8 × 16 float64.
+  CHECK(slot1 == slot4);
+  CHECK(slot1 >= 8 * 16 * sizeof(double));
+  CHECK(arena4 == arena1 + 3 * slot1);
+}
+
+TEST_CASE("lowering: Default with micro_batches = 4 trains like Default on the whole batch, dropout masks included") {
+  auto train = [](tandem::distribute::StrategyPtr strategy) {
+    tandem::set_random_seed(5);
+    namespace tl = tandem::layers;
+    tandem::Sequential model({tl::InputLayer({12}), tl::Dense(32, "relu"), tl::Dropout(0.3), tl::Dense(4)});
+    model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
+                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"},
+                   .strategy = strategy});
+    std::mt19937 gen(2);
+    std::normal_distribution<float> normal;
+    std::vector<float> xs(6 * 40 * 12);
+    std::vector<int32_t> ys(6 * 40);
+    for (float& v : xs) v = normal(gen);
+    for (std::size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<int32_t>(i % 4);
+    // 240 rows in batches of 40 (4 micro-batches of 10) and a last one of 30 is not there: 240/40.
+    const tandem::History h = model.fit(tandem::Tensor::from({240, 12}, std::span<const float>(xs)),
+                                        tandem::Tensor::from({240}, std::span<const int32_t>(ys)),
+                                        {.epochs = 2, .batch_size = 40, .verbose = 0});
+    return std::make_pair(model.get_weights(), h.history.at("loss").back());
+  };
+  const auto [reference, reference_loss] = train(tandem::distribute::Default());
+  const auto [micro, micro_loss] = train(tandem::distribute::Default("cpu:0", {.micro_batches = 4}));
+  CHECK(micro_loss == doctest::Approx(reference_loss).epsilon(1e-5));
+  for (std::size_t i = 0; i < reference.size(); ++i)
+    for (int64_t e = 0; e < reference[i].size(); ++e) {
+      INFO("weight " << i << " element " << e);
+      CHECK(micro[i].item(e) == doctest::Approx(reference[i].item(e)).epsilon(1e-5).scale(1.0));
+    }
 }

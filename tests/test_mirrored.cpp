@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "distribute/comm/inprocess.h"
+#include "distribute/strategy.h"
 
 namespace tl = tandem::layers;
 namespace dist = tandem::distribute;
@@ -259,10 +260,17 @@ TEST_CASE("mirrored: synchronising every k steps equals one update per k batches
     return std::make_pair(model.get_weights(), model.optimizer()->iterations());
   };
   const auto [reference, ref_updates] = train(dist::Default(), 24, 2);
-  const auto [accumulated, updates] = train(dist::Mirrored(cpus(2), {.sync_every = 2}), 12, 2);
+  const dist::StrategyPtr every_batch = dist::Mirrored(cpus(2)), every_second = dist::Mirrored(cpus(2), {.sync_every = 2});
+  const auto [accumulated, updates] = train(every_second, 12, 2);
+  train(every_batch, 12, 2);
   CHECK(ref_updates == 8);
   CHECK(updates == 8);
   CHECK(max_relative_difference(accumulated, reference) <= 1e-5);
+  // The two batches of a group are micro-batches of one step: one all-reduce of their summed
+  // gradients, so half the all-reduces of synchronising every batch.
+  const auto collectives = [](const dist::StrategyPtr& s) { return s->communicator()->stats().collectives; };
+  CHECK(collectives(every_second) > 0);
+  CHECK(2 * collectives(every_second) == collectives(every_batch));
 }
 
 TEST_CASE("mirrored errors: a device that fails abandons the step at once, and training can go on") {

@@ -11,16 +11,25 @@ namespace tandem::distribute {
 class Strategy;  // defined in the library; users only construct and pass it
 using StrategyPtr = std::shared_ptr<Strategy>;
 
+struct DefaultOptions {
+  // Cut each training batch into this many micro-batches, run forward and backward on each in
+  // turn and update once with their summed gradients: the same update as the whole batch, with
+  // the activations of one micro-batch in memory at a time. (A batch whose rows do not divide
+  // uses the largest count below that does.)
+  int64_t micro_batches = 1;
+};
+
 // One device ("cpu", "cpu:0"): the whole program runs there, on all of this machine's cores.
-StrategyPtr Default(const std::string& device = "cpu:0");
+StrategyPtr Default(const std::string& device = "cpu:0", const DefaultOptions& options = {});
 
 struct MirroredOptions {
   int64_t bucket_bytes = 25 << 20;  // gradients per all-reduce (PyTorch DDP's default, 25 MB)
   bool all_reduce_bf16 = false;     // send gradients as bfloat16: half the bytes, sums in float32
   int64_t timeout_ms = 60000;       // a collective that waits longer raises an error
-  // Synchronise every k steps: the k − 1 steps between add their gradients locally (like DDP's
-  // no_sync) and the k-th all-reduces the sum and updates once with its mean — k batches
-  // make one update, and all-reduce traffic falls k-fold.
+  // Synchronise every k batches: k consecutive batches run as the micro-batches of one step, their
+  // gradients summed locally (like DDP's no_sync) and all-reduced once, for one update with
+  // their mean — k batches make one update, and all-reduce traffic falls k-fold. An epoch's last
+  // batches that do not fill a group of k equal batches update as a group of their own.
   int64_t sync_every = 1;
 };
 

@@ -286,7 +286,7 @@ class Lowering {
     for (int d = 0; d < k_; ++d) {
       std::vector<Value> fetches;
       for (Value f : fetches_) fetches.push_back(value_[at(f.node)][at(f.index)].on(d));
-      Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches);
+      Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches, o_.in_flight);
       for (int id = 0; id < g_.size(); ++id) {
         const graph::Node& node = g_.node(id);
         if (node.def->source != ops::Source::Feed || local_node_[at(id)][at(d)] < 0 || node.outputs[0].shape.rank() < 1) continue;

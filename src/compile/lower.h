@@ -24,6 +24,10 @@ struct LoweringOptions {
   // soon as backward has produced its last gradient.
   std::size_t bucket_bytes = 25u << 20;
   bool all_reduce_bf16 = false;
+  // A step runs the graph once per micro-batch (graph/plan.h); `in_flight` of them are between
+  // forward and backward at once: 1 (accumulation) or all (GPipe).
+  int micro_batches = 1;
+  int in_flight = 1;
 };
 
 Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options);

@@ -62,21 +62,52 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
   return order;
 }
 
-Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches) {
+Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches, int micro_batches,
+                       int in_flight) {
+  if (micro_batches < 1 || in_flight < 1 || in_flight > micro_batches)
+    throw Error("internal: " + std::to_string(in_flight) + " of " + std::to_string(micro_batches) + " micro-batches in flight");
   Program p;
   p.device = device;
   p.graph = std::move(g);
   for (int i = 0; i < p.graph.size(); ++i) p.graph.node(i).device = device;
   const std::vector<int> order = execution_order(p.graph, fetches);
   p.blocks = blocks_by_phase(p.graph, order);
-  p.memory = plan_memory(p.graph, order, fetches);
+  if (micro_batches == 1) {
+    p.memory = plan_memory(p.graph, order, fetches);
+  } else {
+    p.once_per_step = once_per_step_nodes(p.graph, p.blocks);
+    p.memory = plan_micro_batched_memory(p.graph, p.blocks, fetches, p.once_per_step, micro_batches, in_flight);
+  }
   p.fetches = fetches;
   return p;
 }
 
 std::vector<Action> run_all_blocks(const Program& p) {
+  const int m = p.micro_batches(), in_flight = p.memory.in_flight;
+  const auto blocks = static_cast<int>(p.blocks.size());
   std::vector<Action> actions;
-  for (std::size_t b = 0; b < p.blocks.size(); ++b) actions.push_back({static_cast<int>(b), 0});
+  auto add = [&](auto keep, int micro) {
+    for (int b = 0; b < blocks; ++b)
+      if (keep(p.blocks[static_cast<std::size_t>(b)])) actions.push_back({b, micro});
+  };
+  auto forward = [](const Block& b) { return b.per_micro_batch() && b.phase != graph::Phase::Backward; };
+  auto backward = [](const Block& b) { return b.phase == graph::Phase::Backward; };
+  auto per_micro = [](const Block& b) { return b.per_micro_batch(); };
+  auto update = [](const Block& b) { return !b.per_micro_batch(); };
+  if (m == 1 || in_flight == 1) {
+    for (int j = 0; j < m; ++j) add(per_micro, j);
+  } else if (in_flight == m) {
+    // Every forward block must come before every backward one, or the reordering would break
+    // a dependency.
+    for (int b = 1; b < blocks; ++b)
+      if (backward(p.blocks[static_cast<std::size_t>(b - 1)]) && forward(p.blocks[static_cast<std::size_t>(b)]))
+        throw Error("internal: " + p.device + "'s blocks interleave forward and backward; all micro-batches cannot be in flight");
+    for (int j = 0; j < m; ++j) add(forward, j);
+    for (int j = 0; j < m; ++j) add(backward, j);
+  } else {
+    throw Error("internal: a schedule for " + std::to_string(in_flight) + " of " + std::to_string(m) + " micro-batches in flight");
+  }
+  add(update, m - 1);
   return actions;
 }
 

@@ -11,15 +11,33 @@
 
 namespace tandem::compile {
 
+// Where a step's values live. With one micro-batch the arena is one region planned by liveness.
+// A step of m micro-batches runs its forward and backward blocks once per micro-batch, so a value
+// lives in one of four regions, laid out in this order:
+//   Step    for the whole step: micro-batch sums and what reads them (the updates), once;
+//   Action  within one block's run: shared by every action, since a device runs one at a time;
+//   Feed    a micro-batch's inputs, written before the step: m copies;
+//   Slot    across a micro-batch's actions (forward activations backward reads): one copy per
+//           micro-batch in flight, micro-batch j in copy j mod in_flight.
+// arena_bytes = step + action + m·feed + in_flight·slot: each micro-batch more in flight costs
+// one slot.
 struct MemoryPlan {
   static constexpr int64_t kExternal = -1;      // variables: bound to storage the owner keeps
-  std::vector<std::vector<int64_t>> offsets;    // [node][output] -> arena byte offset
+  enum class Region : uint8_t { Step, Action, Feed, Slot };
+  std::vector<std::vector<int64_t>> offsets;    // [node][output] -> byte offset in its region
+  std::vector<std::vector<Region>> regions;     // [node][output]
   std::size_t arena_bytes = 0;                  // planned peak
+  std::size_t step_bytes = 0, action_bytes = 0, feed_bytes = 0, slot_bytes = 0;
+  int micro_batches = 1, in_flight = 1;
+  // The arena offset of output `output` of node `node` for micro-batch j (kExternal for
+  // variables and views of them).
+  int64_t address(int node, int output, int micro_batch) const;
 };
 
 struct Block {
   graph::Phase phase;
   std::vector<int> nodes;  // in execution order
+  bool per_micro_batch() const { return phase != graph::Phase::Update; }
 };
 
 // The rows of the global batch a device's feed receives.
@@ -35,7 +53,11 @@ struct Program {
   // Values read back after a step (loss, metric sums, outputs), one per fetch of the plan;
   // invalid where the fetched value does not live on this device.
   std::vector<graph::Value> fetches;
-  std::map<std::string, FeedRows> feeds;  // by placeholder name; absent: fed whole, or not read
+  std::map<std::string, FeedRows> feeds;  // by placeholder name, per micro-batch; absent: not read
+  // Nodes of a per-micro-batch block that read the micro-batches' sums: they run once, with the
+  // last micro-batch (a gradient bucket's all-reduce). Empty with one micro-batch.
+  std::vector<bool> once_per_step;
+  int micro_batches() const { return memory.micro_batches; }
 };
 
 // Where a fetched value lives: on which programs, and how their parts make it up (partial sums
@@ -56,9 +78,13 @@ struct Plan {
   std::vector<FetchSite> fetches;
 };
 
-// One device's program: the graph ordered, cut into blocks, memory-planned.
-Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches);
-// The schedule that runs each block of a program once.
+// One device's program: the graph ordered, cut into blocks, memory-planned for steps of
+// `micro_batches` micro-batches of which `in_flight` are between forward and backward at once.
+Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches,
+                       int micro_batches = 1, int in_flight = 1);
+// The schedule of a program's actions: with one micro-batch each block once. With several, one
+// in flight: each micro-batch's forward and backward in turn (gradient accumulation); all in
+// flight: every micro-batch's forward, then every backward (GPipe). The updates run once, last.
 std::vector<Action> run_all_blocks(const Program& p);
 
 // The nodes needed for `fetches` and every side-effecting node, ordered by (phase, creation).
@@ -68,5 +94,10 @@ std::vector<Block> blocks_by_phase(const graph::Graph& g, const std::vector<int>
 // Gives every intermediate an arena offset by liveness along `order`; fetched values stay live
 // to the end; reshapes share their input's buffer.
 MemoryPlan plan_memory(const graph::Graph& g, const std::vector<int>& order, const std::vector<graph::Value>& fetches);
+// The regions of a step of several micro-batches (see MemoryPlan); `once_per_step` as in Program.
+MemoryPlan plan_micro_batched_memory(const graph::Graph& g, const std::vector<Block>& blocks, const std::vector<graph::Value>& fetches,
+                                     const std::vector<bool>& once_per_step, int micro_batches, int in_flight);
+// Which nodes of per-micro-batch blocks read the micro-batches' sums (micro_sum outputs).
+std::vector<bool> once_per_step_nodes(const graph::Graph& g, const std::vector<Block>& blocks);
 
 }  // namespace tandem::compile

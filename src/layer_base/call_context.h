@@ -8,12 +8,10 @@ namespace tandem {
 
 class CallContext {
  public:
-  CallContext(graph::Graph& g, bool training, graph::Value step, int64_t row_offset = 0)
-      : g(g), training(training), step(step), row_offset(row_offset) {}
+  CallContext(graph::Graph& g, bool training, graph::Value step) : g(g), training(training), step(step) {}
   graph::Graph& g;
   bool training;          // Dropout and (later) BatchNormalization behave differently
   graph::Value step;      // the optimizer's iteration counter (int64 scalar), for dropout masks
-  int64_t row_offset;     // global index of this batch's first row (non-zero on data-parallel replicas)
 
   graph::Value variable(const Variable& v) {
     return g.variable({v.id(), v.path(), v.value().type(), v.trainable()});

@@ -36,10 +36,10 @@ class Feeder {
     prefetch_.x(b);
     prefetch_.release(b);
   }
-  void feed(int64_t b, const CompiledStep& step) {
-    const std::byte* x = prefetch_.x(b);
-    step.write(step.x, x, x_row_);
-    if (y_row_) step.write(step.y, prefetch_.y(b), y_row_);
+  // Batch b as the index-th batch of the step.
+  void feed(int64_t b, const CompiledStep& step, int64_t index = 0) {
+    step.write(step.x, prefetch_.x(b), x_row_, index);
+    if (y_row_) step.write(step.y, prefetch_.y(b), y_row_, index);
     prefetch_.release(b);
   }
 
@@ -163,16 +163,19 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       resumed_epoch = false;
     }
     // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
-    const int64_t full_rows = batches.batch_rows(0);
-    CompiledStep& full = m.step(StepKind::Train, full_rows, target_type(data, full_rows));
-    CompiledStep* accumulate = m.accumulation_steps() > 1 ? &m.step(StepKind::Accumulate, full_rows, target_type(data, full_rows)) : nullptr;
-    for (int64_t b = first_batch; b < batches.num_batches(); ++b) {
+    const int64_t full_rows = batches.batch_rows(0), group = m.sync_every();
+    CompiledStep& full = m.step(StepKind::Train, full_rows, target_type(data, full_rows), group);
+    for (int64_t b = first_batch; b < batches.num_batches();) {
+      // One step runs a group of `group` consecutive batches of equal rows (one batch unless the
+      // strategy synchronises every k); an epoch's last batches that do not fill one are a
+      // group of their own.
       const int64_t rows = batches.batch_rows(b);
-      const StepKind kind = m.next_step_syncs() ? StepKind::Train : StepKind::Accumulate;
-      CompiledStep& step = rows != full_rows ? m.step(kind, rows, target_type(data, rows))
-                           : kind == StepKind::Train ? full : *accumulate;
-      feeder.feed(b, step);
-      for (auto& c : callbacks) c->on_train_batch_begin(b, {});
+      int64_t count = 1;
+      while (count < group && b + count < batches.num_batches() && batches.batch_rows(b + count) == rows) ++count;
+      CompiledStep& step = rows == full_rows && count == group ? full : m.step(StepKind::Train, rows, target_type(data, rows), count);
+      for (int64_t i = 0; i < count; ++i) feeder.feed(b + i, step, i);
+      for (int64_t i = 0; i < count; ++i)
+        for (auto& c : callbacks) c->on_train_batch_begin(b + i, {});
       const bool trace = !o.trace_path.empty() && steps_run == o.trace_step;
       if (trace) step.exe->tracer().clear(), step.exe->tracer().enable(true);
       m.before_step();
@@ -180,13 +183,16 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       m.after_step(true);
       if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);
       ++steps_run;
-      acc.loss += step.scalar(step.loss) * double(rows);
+      acc.loss += step.scalar(step.loss) * double(rows * count);
       for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.scalar(step.metrics[i]);
-      acc.rows += rows;
-      progress_.batch = b + 1, ++progress_.steps;
+      acc.rows += rows * count;
+      // The group's batches are done together: the progress a callback saves is the group's end.
+      progress_.batch = b + count, progress_.steps += count;
       progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
       const Logs logs = acc.logs(m.metrics);
-      for (auto& c : callbacks) c->on_train_batch_end(b, logs);
+      for (int64_t i = 0; i < count; ++i)
+        for (auto& c : callbacks) c->on_train_batch_end(b + i, logs);
+      b += count;
       if (stop_training) break;
     }
     m.last_arena_bytes = full.exe->arena_bytes(0);

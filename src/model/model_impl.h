@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -15,17 +16,21 @@
 
 namespace tandem {
 
-// Train: forward, backward and update. Accumulate: forward and backward, gradients added to
-// accumulators (the steps between two synchronisations when a strategy accumulates gradients).
-enum class StepKind { Train, Accumulate, Test, Predict };
+// Train: forward, backward and update; Test: forward and metrics; Predict: forward.
+enum class StepKind { Train, Test, Predict };
 
-// One compiled step for one global batch size, lowered from one graph of the whole batch.
+// One compiled step for one batch size, lowered from one graph of one micro-batch. A training
+// step may run several batches (a strategy that synchronises every k) and cut each into
+// micro-batches; the graph then sums gradients, loss and metrics over the micro-batches.
 struct CompiledStep {
-  // Where a program's part of an input goes: its device memory and the rows of the batch it gets.
+  // Where a program's part of an input goes: its device memory, per micro-batch, and the rows of
+  // a micro-batch it gets.
   struct Feed {
-    void* at = nullptr;  // null: the program does not read this input
+    std::vector<void*> at;  // null: the program does not read this input
     int64_t offset = 0, rows = 0;
   };
+  int64_t micro_rows = 0;  // rows of one micro-batch
+  int64_t pieces = 1;      // micro-batches per batch
   std::unique_ptr<runtime::Executable> exe;
   std::vector<Feed> x, y;        // per program
   int loss = -1;                 // fetch indices
@@ -33,8 +38,9 @@ struct CompiledStep {
   int output = -1;
   // A fetched float scalar, read where it lives: partial sums added up, a replicated value once.
   double scalar(int fetch) const;
-  // Copies each program's rows of a batch (`row_bytes` each) from host memory to its device.
-  void write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes) const;
+  // Copies the `index`-th batch of the step (rows of `row_bytes` each) from host memory to the
+  // devices: each of its micro-batches, each program its rows of them.
+  void write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes, int64_t index = 0) const;
   // Copies a fetched per-row value of `rows` rows into host memory, in batch order.
   void read_rows(int fetch, std::byte* host, std::size_t row_bytes, int64_t rows) const;
 };
@@ -55,13 +61,16 @@ struct Model::Impl {
   // Declared before the steps, so destroyed after them: a step the watchdog abandoned may still
   // run kernels over these homes, and destroying its Executable waits for it.
   runtime::VariableHomes homes;
-  std::map<std::pair<StepKind, int64_t>, CompiledStep> steps;  // cached per (kind, batch size)
+  std::map<std::tuple<StepKind, int64_t, int64_t>, CompiledStep> steps;  // cached per (kind, rows, batches)
   std::size_t last_arena_bytes = 0;
 
   void set_graph(const Symbol& in, const Symbol& out);
   // Traces the layer calls into g on placeholder x; returns the model's output value.
   graph::Value trace(CallContext& ctx, graph::Value x) const;
-  CompiledStep& step(StepKind kind, int64_t batch, const TensorType& y_type);
+  // The step of `batches` batches of `rows` rows (more than one: training with a strategy that
+  // synchronises every k batches). `y_type` is one batch's targets.
+  CompiledStep& step(StepKind kind, int64_t rows, const TensorType& y_type, int64_t batches = 1);
+  int sync_every() const;  // batches per update
   std::vector<VariablePtr> weights() const;
   // What the weights file code needs to know: the layers in Keras's order, the optimizer when
   // compiled. Throws (naming `what`) if the model is not built yet. In weights_io.cpp.
@@ -86,14 +95,6 @@ struct Model::Impl {
   // step's inputs while it may still run.
   void settle_steps();
 
-  // Gradient accumulation (a strategy's sync_every = k > 1): one accumulator per trainable
-  // weight, and a counter of training steps that also seeds dropout masks.
-  std::vector<VariablePtr> accumulators;
-  VariablePtr micro_step;
-  int accumulation_steps() const;
-  bool next_step_syncs() const;  // whether the next training step updates the weights
-  void emit_accumulation(graph::Graph& g, bool sync, const std::vector<VariablePtr>& trainable,
-                         const std::vector<graph::Value>& grads, graph::Value counter);
   std::unordered_map<int, VariablePtr> variables_by_id() const;  // everything a step binds
 };
 

@@ -36,11 +36,15 @@ double CompiledStep::scalar(int fetch) const {
   return s;
 }
 
-void CompiledStep::write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes) const {
-  for (std::size_t p = 0; p < to.size(); ++p)
-    if (to[p].at)
-      exe->device(static_cast<int>(p)).copy_in(to[p].at, batch + static_cast<std::size_t>(to[p].offset) * row_bytes,
-                                                 static_cast<std::size_t>(to[p].rows) * row_bytes);
+void CompiledStep::write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes, int64_t index) const {
+  for (int64_t piece = 0; piece < pieces; ++piece) {
+    const std::byte* micro = batch + static_cast<std::size_t>(piece * micro_rows) * row_bytes;
+    const auto j = static_cast<std::size_t>(index * pieces + piece);
+    for (std::size_t p = 0; p < to.size(); ++p)
+      if (!to[p].at.empty() && to[p].at[j])
+        exe->device(static_cast<int>(p)).copy_in(to[p].at[j], micro + static_cast<std::size_t>(to[p].offset) * row_bytes,
+                                                   static_cast<std::size_t>(to[p].rows) * row_bytes);
+  }
 }
 
 void CompiledStep::read_rows(int fetch, std::byte* host, std::size_t row_bytes, int64_t rows) const {
@@ -55,21 +59,12 @@ void CompiledStep::read_rows(int fetch, std::byte* host, std::size_t row_bytes, 
                     static_cast<std::size_t>(site.layout.shares[i]) * row_bytes);
 }
 
-int Model::Impl::accumulation_steps() const { return strategy ? strategy->sync_every() : 1; }
-
-bool Model::Impl::next_step_syncs() const {
-  const int k = accumulation_steps();
-  if (k == 1) return true;
-  homes.to_host(*micro_step);  // the devices count the steps
-  return (micro_step->value().data<int64_t>()[0] + 1) % k == 0;
-}
+int Model::Impl::sync_every() const { return strategy ? strategy->sync_every() : 1; }
 
 std::vector<VariablePtr> Model::Impl::all_variables() const {
   std::vector<VariablePtr> vars = weights();
   if (optimizer)
     for (const VariablePtr& v : optimizer->variables()) vars.push_back(v);
-  for (const VariablePtr& a : accumulators) vars.push_back(a);
-  if (micro_step) vars.push_back(micro_step);
   return vars;
 }
 
@@ -102,74 +97,42 @@ void Model::Impl::before_step() {
   host_newer = false;
 }
 
-// Between synchronisations the gradients are added to the accumulators; the synchronising step
-// updates with (accumulated + current) / k — the mean gradient over the k batches — and clears them.
-void Model::Impl::emit_accumulation(graph::Graph& g, bool sync, const std::vector<VariablePtr>& trainable,
-                                    const std::vector<graph::Value>& grads, graph::Value counter) {
-  const int k = accumulation_steps();
-  graph::ScopeGuard phase(g, graph::Phase::Update);
-  std::vector<VariablePtr> vars;
-  std::vector<graph::Value> totals;
-  std::vector<int> reads;
-  for (std::size_t i = 0; i < trainable.size(); ++i) {
-    if (!grads[i].valid()) continue;
-    const graph::Value acc = read(g, *accumulators[i]);
-    if (!sync) {
-      g.add_multi("accumulate", {acc, grads[i]});
-      continue;
-    }
-    graph::ScopeGuard back(g, graph::Phase::Backward);  // part of the gradient, so strategies reduce it
-    totals.push_back(ops::scale(g, ops::add(g, acc, grads[i]), 1.0 / k));
-    reads.push_back(totals.back().node);
-    vars.push_back(trainable[i]);
-  }
-  if (sync) {
-    optimizer->emit_updates(g, vars, totals);
-    for (std::size_t i = 0; i < trainable.size(); ++i) {
-      if (!grads[i].valid()) continue;
-      g.add_multi("assign_zero", {read(g, *accumulators[i])});
-      g.node(g.size() - 1).after = reads;  // after the sums that read the accumulators
-    }
-  }
-  g.add_multi("increment", {counter});
-}
-
-CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& y_type) {
-  const auto key = std::make_pair(kind, batch);
+CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const TensorType& y_type, int64_t batches) {
+  const auto key = std::make_tuple(kind, rows, batches);
   if (auto it = steps.find(key); it != steps.end()) return it->second;
 
-  const bool train = kind == StepKind::Train || kind == StepKind::Accumulate;
-  const int k = accumulation_steps();
-  if (train && k > 1 && accumulators.empty()) {
-    for (const VariablePtr& w : weights())
-      if (w->trainable())
-        accumulators.push_back(std::make_shared<Variable>("accumulator/" + w->path(), Tensor(w->value().shape(), w->value().dtype()), false));
-    micro_step = std::make_shared<Variable>("accumulator/step", Tensor(Shape{}, DType::I64), false);
-  }
+  const bool train = kind == StepKind::Train;
   CompiledStep step;
+  // The strategy's micro-batches per batch, or the most below that which divide its rows.
+  step.pieces = train ? strategy->micro_batches() : 1;
+  while (rows % step.pieces != 0) --step.pieces;
+  step.micro_rows = rows / step.pieces;
+  const int64_t micro_batches = batches * step.pieces;
+  const bool summed = micro_batches > 1;  // gradients, loss and metrics are sums over micro-batches
+  auto over_step = [&](graph::Graph& g, graph::Value v) { return summed ? ops::micro_sum(g, v) : v; };
   graph::Graph g;
   std::vector<graph::Value> fetches;
   // Dropout masks follow the count of training steps.
-  const graph::Value counter = !train ? ops::fill(g, {Shape{}, DType::I64}, 0)
-                               : k > 1 ? read(g, *micro_step)
-                                       : read(g, *optimizer->variables()[0]);
-  const graph::Value x = g.placeholder("x", {input.shape().without_batch().with_batch(batch), input.dtype()});
+  const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
+  const graph::Value x = g.placeholder("x", {input.shape().without_batch().with_batch(step.micro_rows), input.dtype()});
   CallContext ctx(g, train, counter);
   const graph::Value pred = trace(ctx, x);
   if (kind == StepKind::Predict) {
     step.output = 0;
     fetches.push_back(pred);
   } else {
-    const graph::Value y = g.placeholder("y", {y_type.shape.without_batch().with_batch(batch), y_type.dtype});
+    const graph::Value y = g.placeholder("y", {y_type.shape.without_batch().with_batch(step.micro_rows), y_type.dtype});
     graph::Value loss_value;
     {
       graph::ScopeGuard scope(g, "loss");
       const graph::Value per = loss->per_sample(g, pred, y);
-      // Keras's "sum_over_batch_size": the mean over every per-sample loss element of the batch.
-      loss_value = ops::scale(g, sum_over_all(g, per), 1.0 / static_cast<double>(g.type(per).shape.num_elements()));
+      // Keras's "sum_over_batch_size": the mean over every per-sample loss element of the step's
+      // batches, so the sum over micro-batches of each one's loss is the step's loss.
+      const auto elements = static_cast<double>(g.type(per).shape.num_elements()) * static_cast<double>(micro_batches);
+      loss_value = ops::scale(g, sum_over_all(g, per), 1.0 / elements);
     }
     step.loss = 0;
-    fetches.push_back(loss_value);
+    fetches.push_back(over_step(g, loss_value));
     {
       graph::ScopeGuard phase(g, graph::Phase::Metric);
       for (const std::string& m : metrics) {
@@ -181,7 +144,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& 
         if (ps.rank() > 1)
           per = ops::scale(g, ops::reduce_sum(g, ops::reshape(g, per, {ps[0], ps.num_elements() / ps[0]}), {1}),
                            double(ps[0]) / double(ps.num_elements()));
-        fetches.push_back(sum_over_all(g, per));
+        fetches.push_back(over_step(g, sum_over_all(g, per)));
       }
     }
     if (train) {
@@ -189,13 +152,15 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& 
       std::vector<graph::Value> wrt;
       for (const VariablePtr& w : weights())
         if (w->trainable()) trainable.push_back(w), wrt.push_back(ctx.variable(*w));
-      const std::vector<graph::Value> grads = autodiff::gradients(g, loss_value, wrt);
-      if (k == 1) optimizer->emit_updates(g, trainable, grads);
-      else emit_accumulation(g, kind == StepKind::Train, trainable, grads, counter);
+      std::vector<graph::Value> grads = autodiff::gradients(g, loss_value, wrt);
+      graph::ScopeGuard phase(g, graph::Phase::Backward);
+      for (graph::Value& grad : grads)
+        if (grad.valid()) grad = over_step(g, grad);
+      optimizer->emit_updates(g, trainable, grads);
     }
   }
 
-  auto plan = std::make_shared<compile::Plan>(strategy->lower(g, fetches));
+  auto plan = std::make_shared<compile::Plan>(strategy->lower(g, fetches, static_cast<int>(micro_batches)));
   host_view();  // new homes are filled from the host tensors
   const auto vars = variables_by_id();  // bind time only
   std::vector<backend::Device*> devices;
@@ -207,7 +172,9 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t batch, const TensorType& 
     const compile::Program& prog = plan->programs[static_cast<std::size_t>(p)];
     const auto it = prog.feeds.find(name);
     if (it == prog.feeds.end()) return CompiledStep::Feed{};
-    return CompiledStep::Feed{step.exe->feed(p, name), it->second.offset, it->second.rows};
+    CompiledStep::Feed f{{}, it->second.offset, it->second.rows};
+    for (int64_t j = 0; j < micro_batches; ++j) f.at.push_back(step.exe->feed(p, name, static_cast<int>(j)));
+    return f;
   };
   for (int p = 0; p < step.exe->programs(); ++p) {
     step.x.push_back(feed(p, "x"));

@@ -1,20 +1,21 @@
-// In-place helpers for gradient accumulation: accumulate(acc, g) adds g into a variable;
-// assign_zero(acc) clears it after the update that consumed it.
+// micro_sum(v): the sum of v over the micro-batches of a step. A step of m micro-batches runs
+// the forward and backward blocks once per micro-batch; micro_sum copies v on the first and adds
+// it on the others, so the update (and the fetched loss) sees the whole batch's value. Its
+// output lives for the step, not for one micro-batch (compile/plan.h says how it is placed).
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
 namespace tandem::ops {
 
 REGISTER_OP(
-    .name = "accumulate",
+    .name = "micro_sum",
     .infer = [](const Attrs&, const std::vector<TensorType>& in) {
-      if (in[0] != in[1]) throw ShapeError("accumulate: value " + in[1].shape.str() + " does not match accumulator " + in[0].shape.str());
-      return std::vector<TensorType>{};
+      if (!is_float(in[0].dtype)) throw ShapeError(std::string("micro_sum: expected a float tensor, got ") + dtype_name(in[0].dtype));
+      return one(in[0]);
     },
-    .writes_inputs = {0}, .has_side_effects = true);
+    .layout = elementwise({{0}}));
 
-REGISTER_OP(
-    .name = "assign_zero", .infer = [](const Attrs&, const std::vector<TensorType>&) { return std::vector<TensorType>{}; },
-    .writes_inputs = {0}, .has_side_effects = true);
+Value micro_sum(Graph& g, Value v) { return g.add("micro_sum", {v}); }
 
 }  // namespace tandem::ops

@@ -28,9 +28,10 @@ REGISTER_OP(
       c.set(0, c.g.add("dropout", {c.dy(), c.input(1)}, c.attrs()));
     }, .layout = rows({.batch_inputs = {0}, .linear = {{0}}}), .localize = local_row_offset);
 
-Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed, int64_t row_offset) {
+Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed) {
+  const int64_t rows = g.type(x).shape.rank() ? g.type(x).shape[0] : 1;
   return g.add("dropout", {x, step},
-               {{"rate", rate}, {"seed", static_cast<int64_t>(seed)}, {"row_offset", row_offset}});
+               {{"rate", rate}, {"seed", static_cast<int64_t>(seed)}, {"row_offset", int64_t{0}}, {"micro_rows", rows}});
 }
 
 }  // namespace tandem::ops

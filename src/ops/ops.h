@@ -38,7 +38,11 @@ Value squared_error(Graph& g, Value pred, Value target);   // mean over the last
 Value absolute_error(Graph& g, Value pred, Value target);  // mean over the last axis
 
 // Inverted dropout whose mask depends only on (seed, step, global row index, column).
-Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed, int64_t row_offset = 0);
+// The graph is one micro-batch of a step: micro-batch j's rows are j × x's rows on (the kernel
+// adds that), a device's part of a split x its offset on (the lowering adds that).
+Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed);
+// The sum of v over the micro-batches of a step (ops/accumulate.cpp).
+Value micro_sum(Graph& g, Value v);
 
 Value argmax(Graph& g, Value x, int axis = -1);           // int64
 Value equal(Graph& g, Value a, Value b);                  // same dtype; float 1/0 of a's float kind

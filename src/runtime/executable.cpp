@@ -17,14 +17,20 @@ namespace {
 constexpr auto kWaitSpin = std::chrono::microseconds(5);
 }  // namespace
 
+// What one action (a block, for one micro-batch) runs: its kernels, bound to that micro-batch's
+// memory.
+struct BoundAction {
+  std::vector<backend::KernelFn> fns;
+  std::vector<const graph::Node*> nodes;  // each kernel's node, for traces and the watchdog
+};
+
 struct Executable::Bound {
   backend::DeviceBuffer arena;
-  std::vector<std::vector<void*>> pointers;  // [node][output]
-  std::vector<std::vector<backend::KernelFn>> blocks;
-  std::vector<std::vector<const char*>> names;  // op of each kernel, for traces
-  std::vector<const graph::Node*> kernel_nodes;   // every kernel's node, in block order
-  std::vector<int> block_start;                   // index in kernel_nodes of each block's first
-  std::atomic<int> current{-1};                   // the kernel running now, for the watchdog
+  std::vector<std::vector<std::vector<void*>>> pointers;  // [micro-batch][node][output]
+  std::vector<std::vector<BoundAction>> actions;          // [block][micro-batch]
+  // The kernel running now, for the watchdog.
+  std::atomic<const BoundAction*> current_action{nullptr};
+  std::atomic<int> current{-1};
   std::unique_ptr<CommWorker> comm_worker;
   distribute::comm::CommContext comm;
 };
@@ -53,42 +59,49 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
       b->comm_worker = std::make_unique<CommWorker>(prog.device, threads.communication, &tracer_, static_cast<int>(2 * p + 1));
       b->comm = {comm_.get(), static_cast<int>(p), b->comm_worker.get(), {}};
     }
-    b->pointers.resize(static_cast<std::size_t>(g.size()));
+    const int micro_batches = prog.micro_batches();
+    b->pointers.assign(static_cast<std::size_t>(micro_batches), std::vector<std::vector<void*>>(static_cast<std::size_t>(g.size())));
+    for (int j = 0; j < micro_batches; ++j) {
+      auto& pointers = b->pointers[static_cast<std::size_t>(j)];
+      for (const compile::Block& block : prog.blocks)
+        for (int id : block.nodes) {
+          const graph::Node& n = g.node(id);
+          auto& ptrs = pointers[static_cast<std::size_t>(id)];
+          for (std::size_t o = 0; o < n.outputs.size(); ++o) {
+            const int64_t off = prog.memory.address(id, static_cast<int>(o), j);
+            if (n.def->source == ops::Source::Variable)
+              ptrs.push_back(variable(static_cast<int>(p), static_cast<int>(n.attrs.i("var"))));
+            else if (off == compile::MemoryPlan::kExternal)  // a view of an input (maybe of a variable)
+              ptrs.push_back(pointers[static_cast<std::size_t>(n.inputs[o].node)][static_cast<std::size_t>(n.inputs[o].index)]);
+            else ptrs.push_back(b->arena.data() + off);
+          }
+        }
+    }
     void* ctx = device.kernel_context();
-    for (const compile::Block& block : prog.blocks)
-      for (int id : block.nodes) {
-        const graph::Node& n = g.node(id);
-        auto& ptrs = b->pointers[static_cast<std::size_t>(id)];
-        for (std::size_t o = 0; o < n.outputs.size(); ++o) {
-          const int64_t off = prog.memory.offsets[static_cast<std::size_t>(id)][o];
-          if (n.def->source == ops::Source::Variable)
-            ptrs.push_back(variable(static_cast<int>(p), static_cast<int>(n.attrs.i("var"))));
-          else if (off == compile::MemoryPlan::kExternal)  // a view of an input (maybe of a variable)
-            ptrs.push_back(b->pointers[static_cast<std::size_t>(n.inputs[o].node)][static_cast<std::size_t>(n.inputs[o].index)]);
-          else ptrs.push_back(b->arena.data() + off);
-        }
-      }
     for (const compile::Block& block : prog.blocks) {
-      b->block_start.push_back(static_cast<int>(b->kernel_nodes.size()));
-      std::vector<backend::KernelFn> fns;
-      std::vector<const char*> names;
-      for (int id : block.nodes) {
-        const graph::Node& n = g.node(id);
-        if (n.def->source != ops::Source::Kernel) continue;  // the memory bound above is its value
-        backend::KernelInit init{n, {}, {}, b->pointers[static_cast<std::size_t>(id)], ctx, comm_ ? &b->comm : nullptr};
-        for (graph::Value in : n.inputs) {
-          init.in_types.push_back(g.type(in));
-          init.in.push_back(b->pointers[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
-        }
-        const auto& factory = backend::find_kernel(n.op, device.kernel_kind(), backend::kernel_dtype(g, n));
-        if (auto fn = factory(init)) {
-          fns.push_back(std::move(fn));
-          names.push_back(n.op.c_str());
-          b->kernel_nodes.push_back(&n);
+      std::vector<BoundAction> per_micro(static_cast<std::size_t>(micro_batches));
+      for (int j = 0; j < micro_batches; ++j) {
+        // Blocks that run once per step are bound to the last micro-batch's memory.
+        if (!block.per_micro_batch() && j != micro_batches - 1) continue;
+        const auto& pointers = b->pointers[static_cast<std::size_t>(j)];
+        BoundAction& action = per_micro[static_cast<std::size_t>(j)];
+        for (int id : block.nodes) {
+          const graph::Node& n = g.node(id);
+          if (n.def->source != ops::Source::Kernel) continue;  // the memory bound above is its value
+          if (!prog.once_per_step.empty() && prog.once_per_step[static_cast<std::size_t>(id)] && j != micro_batches - 1) continue;
+          backend::KernelInit init{n, {}, {}, pointers[static_cast<std::size_t>(id)], ctx, comm_ ? &b->comm : nullptr, j};
+          for (graph::Value in : n.inputs) {
+            init.in_types.push_back(g.type(in));
+            init.in.push_back(pointers[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
+          }
+          const auto& factory = backend::find_kernel(n.op, device.kernel_kind(), backend::kernel_dtype(g, n));
+          if (auto fn = factory(init)) {
+            action.fns.push_back(std::move(fn));
+            action.nodes.push_back(&n);
+          }
         }
       }
-      b->blocks.push_back(std::move(fns));
-      b->names.push_back(std::move(names));
+      b->actions.push_back(std::move(per_micro));
     }
     bound_.push_back(std::move(b));
   }
@@ -114,11 +127,11 @@ Executable::~Executable() {
       }
 }
 
-void* Executable::feed(int program, const std::string& name) const {
+void* Executable::feed(int program, const std::string& name, int micro_batch) const {
   const graph::Graph& g = plan_->programs[static_cast<std::size_t>(program)].graph;
   for (int i = 0; i < g.size(); ++i)
     if (g.node(i).def->source == ops::Source::Feed && g.node(i).attrs.s("name") == name) {
-      const auto& ptrs = bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(i)];
+      const auto& ptrs = bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(micro_batch)][static_cast<std::size_t>(i)];
       return ptrs.empty() ? nullptr : ptrs[0];  // empty: the step does not read this input
     }
   return nullptr;
@@ -129,7 +142,7 @@ const void* Executable::fetch(int program, int index) const {
   const graph::Value v = prog.fetches[static_cast<std::size_t>(index)];
   if (!v.valid())
     throw Error("internal: fetch " + std::to_string(index) + " does not live on " + prog.device + " (see the plan's fetch sites)");
-  return bound_[static_cast<std::size_t>(program)]->pointers[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)];
+  return bound_[static_cast<std::size_t>(program)]->pointers.back()[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)];
 }
 
 void Executable::copy_fetch(int program, int index, void* host_dst, std::size_t bytes) const {
@@ -142,21 +155,17 @@ void Executable::run_program(int p) {
   Bound& b = *bound_[static_cast<std::size_t>(p)];
   const bool tracing = tracer_.enabled();
   for (const compile::Action& a : plan_->schedule[static_cast<std::size_t>(p)]) {
-    auto& fns = b.blocks[static_cast<std::size_t>(a.block)];
-    const int first = b.block_start[static_cast<std::size_t>(a.block)];
-    if (!tracing) {
-      for (std::size_t i = 0; i < fns.size(); ++i) {
-        b.current.store(first + static_cast<int>(i), std::memory_order_relaxed);
-        fns[i]();
+    const BoundAction& action = b.actions[static_cast<std::size_t>(a.block)][static_cast<std::size_t>(a.micro_batch)];
+    b.current_action.store(&action, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < action.fns.size(); ++i) {
+      b.current.store(static_cast<int>(i), std::memory_order_relaxed);
+      if (!tracing) {
+        action.fns[i]();
+        continue;
       }
-      continue;
-    }
-    const auto& names = b.names[static_cast<std::size_t>(a.block)];
-    for (std::size_t i = 0; i < fns.size(); ++i) {
-      b.current.store(first + static_cast<int>(i), std::memory_order_relaxed);
       const double t0 = tracer_.now();
-      fns[i]();
-      tracer_.record(2 * p, names[i], t0, tracer_.now());
+      action.fns[i]();
+      tracer_.record(2 * p, action.nodes[i]->op.c_str(), t0, tracer_.now());
     }
   }
   b.current.store(-1, std::memory_order_relaxed);
@@ -189,10 +198,11 @@ std::string Executable::describe_running(int p) const {
   const Bound& b = *bound_[static_cast<std::size_t>(p)];
   const std::string& device = plan_->programs[static_cast<std::size_t>(p)].device;
   const int k = b.current.load(std::memory_order_relaxed);
-  if (k < 0) return device + " has not started or has just finished its step";
-  const graph::Node& n = *b.kernel_nodes[static_cast<std::size_t>(k)];
+  const BoundAction* action = b.current_action.load(std::memory_order_relaxed);
+  if (k < 0 || !action) return device + " has not started or has just finished its step";
+  const graph::Node& n = *action->nodes[static_cast<std::size_t>(k)];
   return device + " is in kernel '" + n.op + "'" + (n.scope.empty() ? "" : " of '" + n.scope + "'") + " (kernel " +
-         std::to_string(k + 1) + " of " + std::to_string(b.kernel_nodes.size()) + ")";
+         std::to_string(k + 1) + " of " + std::to_string(action->nodes.size()) + " of its block)";
 }
 
 std::string Executable::wait_for_devices(std::exception_ptr& first_error) {

@@ -36,9 +36,9 @@ class Executable {
   ~Executable();  // waits for a step the watchdog abandoned: its kernels use this arena
 
   backend::Device& device(int program) const { return *devices_[static_cast<std::size_t>(program)]; }
-  // Device memory to write an input to, through device(program).copy_in; null if the step does
-  // not read it.
-  void* feed(int program, const std::string& input) const;
+  // Device memory to write an input of one micro-batch to, through device(program).copy_in;
+  // null if the step does not read it.
+  void* feed(int program, const std::string& input, int micro_batch = 0) const;
   const void* fetch(int program, int index) const;  // a fetched value after run(), in device memory
   // Copies fetch `index` of `program` out of device memory.
   void copy_fetch(int program, int index, void* host_dst, std::size_t bytes) const;

@@ -1,4 +1,4 @@
-// accumulate (acc += g) and assign_zero (acc = 0) over variables.
+// micro_sum: copies its input on a step's first micro-batch and adds it on the others.
 #include <algorithm>
 
 #include "backend/cpu/kernel_util.h"
@@ -7,22 +7,15 @@ namespace tandem::backend::cpu {
 
 namespace {
 template <class T>
-KernelFn make_accumulate(const KernelInit& k) {
-  T* acc = static_cast<T*>(k.in[0]);
-  const T* g = in<T>(k, 1);
+KernelFn make_micro_sum(const KernelInit& k) {
+  const T* v = in<T>(k, 0);
+  T* sum = out<T>(k);
   const int64_t n = numel(k.in_types[0]);
-  return [=] { for (int64_t i = 0; i < n; ++i) acc[i] += g[i]; };
-}
-
-template <class T>
-KernelFn make_assign_zero(const KernelInit& k) {
-  T* acc = static_cast<T*>(k.in[0]);
-  const int64_t n = numel(k.in_types[0]);
-  return [=] { std::fill(acc, acc + n, T(0)); };
+  if (k.micro_batch == 0) return [=] { std::copy(v, v + n, sum); };
+  return [=] { for (int64_t i = 0; i < n; ++i) sum[i] += v[i]; };
 }
 }  // namespace
 
-REGISTER_CPU_FLOAT_KERNEL("accumulate", make_accumulate);
-REGISTER_CPU_FLOAT_KERNEL("assign_zero", make_assign_zero);
+REGISTER_CPU_FLOAT_KERNEL("micro_sum", make_micro_sum);
 
 }  // namespace tandem::backend::cpu

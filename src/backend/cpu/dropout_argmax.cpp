@@ -13,7 +13,8 @@ KernelFn make_dropout(const KernelInit& k) {
   T* y = out<T>(k);
   const double rate = k.node.attrs.f("rate");
   const auto seed = static_cast<uint64_t>(k.node.attrs.i("seed"));
-  const int64_t row_offset = k.node.attrs.i("row_offset", 0);
+  // Micro-batch j of a step holds the global rows from j × micro_rows on.
+  const int64_t row_offset = k.node.attrs.i("row_offset", 0) + k.micro_batch * k.node.attrs.i("micro_rows", 0);
   const int64_t rows = k.in_types[0].shape[0], cols = numel(k.in_types[0]) / std::max<int64_t>(1, rows);
   const T keep_scale = T(1) / T(1 - rate);
   Context* ctx = &context(k);
