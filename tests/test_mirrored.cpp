@@ -199,6 +199,28 @@ TEST_CASE("mirrored: a CNN on 1, 2 and 4 replicas ends five steps with Default's
   }
 }
 
+TEST_CASE("mirrored: BatchNormalization sees the whole batch, so 2 and 4 replicas end with Default's weights and moving statistics") {
+  auto train = [](dist::StrategyPtr strategy, int64_t batch) {
+    tandem::set_random_seed(6);
+    // No bias before the normalisation: its gradient is zero up to rounding, which Adam's
+    // division by √v would turn into steps of the learning rate's size in either strategy.
+    tandem::Sequential model({tl::InputLayer({20}), tl::Dense(16, "", {.use_bias = false}), tl::BatchNormalization(),
+                              tl::Activation("relu"), tl::Dense(5)});
+    model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
+                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = strategy});
+    model.fit(blobs(5 * batch, 20, 5), {.epochs = 1, .batch_size = batch, .verbose = 0});
+    return model.get_weights();  // moving mean and variance included
+  };
+  for (int64_t batch : {16, 10}) {
+    INFO("batch " << batch);
+    const auto reference = train(dist::Default(), batch);
+    for (int k : {2, 4}) {
+      INFO(k << " replicas");
+      CHECK(max_relative_difference(train(dist::Mirrored(cpus(k)), batch), reference) <= 1e-5);
+    }
+  }
+}
+
 TEST_CASE("mirrored: small buckets give the same result, and the all-reduce of a bucket overlaps backward") {
   const std::string trace = "mirrored_trace_test.json";
   auto train = [&](dist::StrategyPtr strategy, bool traced) {

@@ -32,9 +32,7 @@ struct Node {
   Attrs attrs;
   std::string scope;        // the layer that emitted it: for errors, summaries and weight paths
   std::vector<int> after;   // control dependencies: nodes that must run first
-  // Filled by strategies.
-  std::string device;
-  int stage = 0;
+  std::string device;  // the device whose program holds it (set when a Program is made)
   Phase phase = Phase::Forward;
 };
 
