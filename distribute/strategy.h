@@ -25,6 +25,8 @@ class Strategy {
   virtual compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches = 1) const = 0;
   // Micro-batches each batch is cut into (the model sums their gradients before the update).
   virtual int micro_batches() const { return 1; }
+  // Refuses a training batch size the strategy cannot run (fit's batch_size).
+  virtual void check_batch(int64_t /*rows*/) const {}
   virtual std::shared_ptr<comm::Communicator> communicator() const { return nullptr; }
   // Training steps per weight update: gradients of the others are accumulated locally.
   virtual int sync_every() const { return 1; }

@@ -14,6 +14,7 @@
 #include "distribute/comm/inprocess.h"
 #include "distribute/strategy.h"
 #include "ops/ops.h"
+#include "random_values.h"
 #include "runtime/executable.h"
 
 namespace dist = tandem::distribute;
@@ -53,14 +54,6 @@ struct DevicePlan {
     return out;
   }
 };
-
-std::vector<double> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(gen);
-  return v;
-}
 
 // Device d's loss: sum(y ⊙ y ⊙ w_d) over the collective's output y; the fetches are the loss and
 // the gradient of the loss with respect to the device's input x.

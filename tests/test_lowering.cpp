@@ -17,6 +17,7 @@
 #include "distribute/strategy.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
+#include "random_values.h"
 #include "runtime/executable.h"
 #include "runtime/variable_homes.h"
 
@@ -33,14 +34,6 @@ std::vector<std::string> cpus(int k) {
   std::vector<std::string> d;
   for (int i = 0; i < k; ++i) d.push_back("cpu:" + std::to_string(i));
   return d;
-}
-
-std::vector<double> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(gen);
-  return v;
 }
 
 // A global graph lowered over cpu:0..k-1 and bound; inputs are written and fetches read as the
@@ -333,7 +326,9 @@ TEST_CASE("lowering: a step of 4 micro-batches equals one on the whole batch, an
   const std::vector<double> x = random_values(4 * rows, 3), y = random_values(2 * rows, 4);
   auto run = [&](int micro_batches, int in_flight, std::size_t* arena, std::size_t* slot) {
     MicroBatchedStep s(rows, micro_batches);
-    Lowered l(s.g, s.fetches, {.devices = {"cpu:0"}, .micro_batches = micro_batches, .in_flight = in_flight}, s.vars);
+    compile::LoweringOptions o{.devices = {"cpu:0"}, .micro_batches = micro_batches};
+    o.in_flight = [in_flight](int) { return in_flight; };
+    Lowered l(s.g, s.fetches, o, s.vars);
     l.feed("x", x, rows);
     l.feed("y", y, rows);
     l.exe->run();

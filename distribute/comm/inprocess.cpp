@@ -175,21 +175,17 @@ void InProcessCommunicator::send(int rank, int peer, const void* data, std::size
   check_rank(rank, "send");
   check_rank(peer, "send peer");
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(rank * size() + peer)];
-  std::unique_lock lock(box.mutex);
-  auto fail = [&](const char* waiting) {
-    throw Error("send from " + names_[static_cast<std::size_t>(rank)] + " to " + names_[static_cast<std::size_t>(peer)] +
-                " timed out after " + std::to_string(timeout_.count()) + " ms " + waiting);
-  };
-  auto check_abort = [&] {
-    if (box.aborted) throw Aborted("send from " + names_[static_cast<std::size_t>(rank)] + " abandoned: a device failed");
-  };
-  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full || box.aborted; })) fail("waiting for the previous message to be received");
-  check_abort();
-  box.data = data, box.bytes = bytes, box.full = true;
+  std::lock_guard lock(box.mutex);
+  if (box.aborted) throw Aborted("send from " + names_[static_cast<std::size_t>(rank)] + " abandoned: a device failed");
+  std::vector<std::byte> message;
+  if (!box.spare.empty()) {
+    message = std::move(box.spare.back());
+    box.spare.pop_back();
+  }
+  message.resize(bytes);
+  std::memcpy(message.data(), data, bytes);
+  box.messages.push_back(std::move(message));
   box.cv.notify_all();
-  // The receiver copies straight from our buffer, so we wait until it has.
-  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.full || box.aborted; })) fail("waiting for the receiver");
-  check_abort();
 }
 
 void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t bytes) {
@@ -197,19 +193,19 @@ void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t byt
   check_rank(peer, "recv peer");
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer * size() + rank)];
   std::unique_lock lock(box.mutex);
-  if (!box.cv.wait_for(lock, timeout_, [&] { return box.full || box.aborted; }))
+  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.messages.empty() || box.aborted; }))
     throw Error("recv on " + names_[static_cast<std::size_t>(rank)] + " from " + names_[static_cast<std::size_t>(peer)] +
                 " timed out after " + std::to_string(timeout_.count()) + " ms");
   if (box.aborted) throw Aborted("recv on " + names_[static_cast<std::size_t>(rank)] + " abandoned: a device failed");
-  if (box.bytes != bytes) {
-    box.full = false;
-    box.cv.notify_all();
+  std::vector<std::byte> message = std::move(box.messages.front());
+  box.messages.pop_front();
+  const std::size_t got = message.size();
+  if (got == bytes) std::memcpy(data, message.data(), bytes);
+  box.spare.push_back(std::move(message));
+  if (got != bytes)
     throw Error("recv on " + names_[static_cast<std::size_t>(rank)] + ": expected " + std::to_string(bytes) + " bytes from " +
-                names_[static_cast<std::size_t>(peer)] + ", got " + std::to_string(box.bytes));
-  }
-  std::memcpy(data, box.data, bytes);
-  box.full = false;
-  box.cv.notify_all();
+                names_[static_cast<std::size_t>(peer)] + ", got " + std::to_string(got));
+  lock.unlock();
   std::lock_guard stats(stats_mutex_);
   stats_.bytes_moved += bytes;
 }
@@ -245,7 +241,8 @@ void InProcessCommunicator::reset() {
   for (auto& box : mailboxes_) {
     std::lock_guard lock(box->mutex);
     box->aborted = false;
-    box->full = false;
+    for (auto& m : box->messages) box->spare.push_back(std::move(m));  // an abandoned step's
+    box->messages.clear();
   }
 }
 

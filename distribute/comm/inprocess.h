@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,12 +52,14 @@ class InProcessCommunicator : public Communicator {
   bool aborted_ = false;
   std::string abort_reason_;
 
+  // Messages from one rank to another, in order. A send copies its data into a message and
+  // returns, so two stages can each send before they receive (a pipeline's steady state); the
+  // buffers are kept for reuse, so a step allocates only the first time.
   struct Mailbox {
     std::mutex mutex;
     std::condition_variable cv;
-    const void* data = nullptr;
-    std::size_t bytes = 0;
-    bool full = false;
+    std::deque<std::vector<std::byte>> messages;
+    std::vector<std::vector<std::byte>> spare;
     bool aborted = false;
   };
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;  // [from * size + to]

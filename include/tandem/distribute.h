@@ -37,4 +37,29 @@ struct MirroredOptions {
 // each replica trains on its share of every batch and gradients are averaged by all-reduce.
 StrategyPtr Mirrored(const std::vector<std::string>& devices, const MirroredOptions& options = {});
 
+enum class PipelineSchedule {
+  GPipe,     // every micro-batch's forward, then every backward: M micro-batches in flight
+  OneFOneB,  // PipeDream-flush: after a warm-up, one forward and one backward in turn; stage s of S
+             // holds at most S − s micro-batches
+};
+
+struct PipelineOptions {
+  // The first layer of each stage after the first, by name ({"dense_2"}: two stages, the second
+  // from layer dense_2 on). Empty: `stages` stages (0: one per device) cut where the estimated
+  // cost of forward and backward (their FLOPs) balances.
+  std::vector<std::string> boundaries;
+  int64_t stages = 0;
+  // Each batch is cut into this many micro-batches; the gradients of all of them make one update,
+  // the same as the whole batch's. The batch size must divide by it (an epoch's last, partial
+  // batch uses the largest count below that divides its rows).
+  int64_t micro_batches = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  int64_t timeout_ms = 60000;  // a transfer between stages that waits longer raises an error
+};
+
+// Pipeline parallelism: contiguous ranges of layers (stages) on successive devices, one device
+// per stage; activations go forward and their gradients back between neighbouring stages, one
+// micro-batch at a time. The loss and metrics live on the last stage.
+StrategyPtr Pipeline(const std::vector<std::string>& devices, const PipelineOptions& options = {});
+
 }  // namespace tandem::distribute

@@ -41,6 +41,8 @@ class Communicator {
   // out (count elements) = this rank's share of the reduction of `in` (size()·count elements).
   virtual void reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) = 0;
   virtual void broadcast(int rank, void* data, std::size_t bytes, int root) = 0;
+  // send returns once `data` may be reused; it does not wait for the receiver, so two ranks may
+  // both send before they receive. Messages between two ranks arrive in the order sent.
   virtual void send(int rank, int peer, const void* data, std::size_t bytes) = 0;
   virtual void recv(int rank, int peer, void* data, std::size_t bytes) = 0;
   virtual void barrier(int rank) = 0;

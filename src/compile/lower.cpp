@@ -94,27 +94,34 @@ class Lowering {
     if (or_everywhere) devices_[at(id)] = all_devices();
   }
 
+  // A source is placed once all its readers are (so it is not sent to the ones placed later),
+  // then, for what that leaves, once any of them is.
   void settle_sources_and_updates() {
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (int id = 0; id < g_.size(); ++id) {
-        if (!devices_[at(id)].empty()) continue;
-        const graph::Node& node = g_.node(id);
-        std::vector<int> devices;
-        if (!node.def->writes_inputs.empty()) {
-          devices = devices_[at(node.inputs[at(node.def->writes_inputs[0])].node)];
-        } else if (is_source(node)) {
-          std::set<int> readers, writers;  // a slot only its update reads goes with the update
-          for (auto [user, input] : users_[at(id)])
-            for (int d : devices_[at(user)]) (writes(g_.node(user), input) ? writers : readers).insert(d);
-          const std::set<int>& s = readers.empty() ? writers : readers;
-          devices.assign(s.begin(), s.end());
-        }
-        if (devices.empty()) continue;
-        devices_[at(id)] = std::move(devices);
-        changed = true;
+    for (bool all_readers : {true, false})
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (int id = 0; id < g_.size(); ++id)
+          if (devices_[at(id)].empty() && settle(id, all_readers)) changed = true;
       }
+  }
+
+  bool settle(int id, bool all_readers) {
+    const graph::Node& node = g_.node(id);
+    std::vector<int> devices;
+    if (!node.def->writes_inputs.empty()) {
+      devices = devices_[at(node.inputs[at(node.def->writes_inputs[0])].node)];
+    } else if (is_source(node)) {
+      std::set<int> readers, writers;  // a slot only its update reads goes with the update
+      for (auto [user, input] : users_[at(id)]) {
+        if (all_readers && devices_[at(user)].empty()) return false;
+        for (int d : devices_[at(user)]) (writes(g_.node(user), input) ? writers : readers).insert(d);
+      }
+      const std::set<int>& s = readers.empty() ? writers : readers;
+      devices.assign(s.begin(), s.end());
     }
+    if (devices.empty()) return false;
+    devices_[at(id)] = std::move(devices);
+    return true;
   }
 
   // 2. Layouts. An input on other devices arrives replicated; the op's rule, if it has one and
@@ -171,7 +178,8 @@ class Lowering {
         ins.push_back(convert(node.inputs[i], devices_[at(id)], sig_[at(id)].in[i]));
         const Located& own = value_[at(node.inputs[i].node)][at(node.inputs[i].index)];
         if (writes(node, static_cast<int>(i)) && ins.back().part != own.part)
-          throw Error("internal: lowering " + where(node) + ": the variable it writes would be a copy on its devices");
+          throw Error("internal: lowering " + where(node) + ": the variable it writes (input " + std::to_string(i) + ", '" +
+                      variables_.at(static_cast<int>(g_.node(node.inputs[i].node).attrs.i("var"))).path + "') would be a copy on its devices");
       }
       emit_node(id, ins);
     }
@@ -286,7 +294,8 @@ class Lowering {
     for (int d = 0; d < k_; ++d) {
       std::vector<Value> fetches;
       for (Value f : fetches_) fetches.push_back(value_[at(f.node)][at(f.index)].on(d));
-      Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches, o_.in_flight);
+      Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches,
+                                 o_.in_flight ? o_.in_flight(d) : 1);
       for (int id = 0; id < g_.size(); ++id) {
         const graph::Node& node = g_.node(id);
         if (node.def->source != ops::Source::Feed || local_node_[at(id)][at(d)] < 0 || node.outputs[0].shape.rank() < 1) continue;
@@ -296,7 +305,7 @@ class Lowering {
         p.feeds[node.attrs.s("name")] = l.is_split() ? FeedRows{l.offset(position), l.shares[at(position)]}
                                                      : FeedRows{0, node.outputs[0].shape[0]};
       }
-      plan.schedule.push_back(run_all_blocks(p));
+      plan.schedule.push_back(o_.schedule ? o_.schedule(p, d) : run_all_blocks(p));
       plan.programs.push_back(std::move(p));
     }
     return plan;

@@ -24,10 +24,12 @@ struct LoweringOptions {
   // soon as backward has produced its last gradient.
   std::size_t bucket_bytes = 25u << 20;
   bool all_reduce_bf16 = false;
-  // A step runs the graph once per micro-batch (graph/plan.h); `in_flight` of them are between
-  // forward and backward at once: 1 (accumulation) or all (GPipe).
+  // A step runs the graph once per micro-batch (compile/plan.h); `in_flight` of them are between
+  // forward and backward at once on each device: 1 (accumulation) or all (GPipe) unless
+  // `schedule` orders the actions otherwise (1F1B), per device.
   int micro_batches = 1;
-  int in_flight = 1;
+  std::function<int(int device)> in_flight;  // empty: 1
+  std::function<std::vector<Action>(const Program&, int device)> schedule;  // empty: run_all_blocks
 };
 
 Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options);

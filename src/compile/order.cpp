@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <queue>
 #include <tuple>
 
@@ -108,6 +109,27 @@ std::vector<Action> run_all_blocks(const Program& p) {
     throw Error("internal: a schedule for " + std::to_string(in_flight) + " of " + std::to_string(m) + " micro-batches in flight");
   }
   add(update, m - 1);
+  return actions;
+}
+
+std::vector<Action> one_forward_one_backward(const Program& p, int warmup) {
+  const int m = p.micro_batches();
+  std::vector<Action> actions;
+  auto add = [&](bool backward, int micro) {
+    for (std::size_t b = 0; b < p.blocks.size(); ++b) {
+      const Block& block = p.blocks[b];
+      if (block.per_micro_batch() && (block.phase == graph::Phase::Backward) == backward)
+        actions.push_back({static_cast<int>(b), micro});
+    }
+  };
+  warmup = std::min(warmup, m);
+  for (int j = 0; j < warmup; ++j) add(false, j);
+  for (int j = 0; j < m; ++j) {
+    if (warmup + j < m) add(false, warmup + j);
+    add(true, j);
+  }
+  for (std::size_t b = 0; b < p.blocks.size(); ++b)
+    if (!p.blocks[b].per_micro_batch()) actions.push_back({static_cast<int>(b), m - 1});
   return actions;
 }
 

@@ -86,6 +86,9 @@ Program single_program(const std::string& device, graph::Graph g, const std::vec
 // in flight: each micro-batch's forward and backward in turn (gradient accumulation); all in
 // flight: every micro-batch's forward, then every backward (GPipe). The updates run once, last.
 std::vector<Action> run_all_blocks(const Program& p);
+// 1F1B (PipeDream-flush): `warmup` micro-batches' forwards, then one forward and one backward in
+// turn, then the remaining backwards: at most warmup + 1 micro-batches in flight.
+std::vector<Action> one_forward_one_backward(const Program& p, int warmup);
 
 // The nodes needed for `fetches` and every side-effecting node, ordered by (phase, creation).
 std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph::Value>& fetches);

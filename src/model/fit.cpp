@@ -7,6 +7,7 @@
 #include "data/prefetcher.h"
 #include "layer_base/initializers.h"
 #include "metrics/metrics.h"
+#include "distribute/strategy.h"
 #include "model/model_impl.h"
 #include "tandem/errors.h"
 
@@ -164,6 +165,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     }
     // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
     const int64_t full_rows = batches.batch_rows(0), group = m.sync_every();
+    m.strategy->check_batch(o.batch_size);
     CompiledStep& full = m.step(StepKind::Train, full_rows, target_type(data, full_rows), group);
     for (int64_t b = first_batch; b < batches.num_batches();) {
       // One step runs a group of `group` consecutive batches of equal rows (one batch unless the

@@ -143,12 +143,19 @@ REGISTER_KERNEL("all_reduce_start", DeviceKind::Cpu, DType::F64, make_all_reduce
 REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::F32, make_all_reduce_wait);
 REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::F64, make_all_reduce_wait);
 
+// Gathers and transfers move bytes: any dtype (integer labels and ids travel too).
 REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::F32, make_all_gather);
 REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::F64, make_all_gather);
+REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::I32, make_all_gather);
+REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::I64, make_all_gather);
 REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::F32, make_reduce_scatter);
 REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::F64, make_reduce_scatter);
 REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F32, make_point_to_point);
 REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F64, make_point_to_point);
 REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F32, make_point_to_point);
 REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F64, make_point_to_point);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::I32, make_point_to_point);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::I64, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::I32, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::I64, make_point_to_point);
 }  // namespace tandem::backend::cpu

@@ -1,0 +1,112 @@
+#include "distribute/stages.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "graph/op_registry.h"
+#include "tandem/errors.h"
+
+namespace tandem::distribute {
+
+namespace {
+double elements(const TensorType& t) { return static_cast<double>(t.shape.num_elements()); }
+
+double flops(const graph::Graph& g, const graph::Node& n) {
+  auto in = [&](int i) -> const TensorType& { return g.type(n.inputs[static_cast<std::size_t>(i)]); };
+  if (n.op == "matmul" || n.op == "batch_matmul") {
+    const Shape& a = in(0).shape;
+    const int64_t k = n.attrs.b("transpose_a") ? a[a.rank() - 2] : a.back();
+    return 2.0 * elements(n.outputs[0]) * static_cast<double>(k);
+  }
+  if (n.op == "conv2d" || n.op == "conv2d_backprop_input") {  // (x or dy, kernel (kh, kw, C, F))
+    const Shape& k = in(1).shape;
+    const double per_output = n.op == "conv2d" ? double(k[0] * k[1] * k[2]) : double(k[0] * k[1] * k[3]);
+    return 2.0 * elements(n.outputs[0]) * per_output;
+  }
+  if (n.op == "conv2d_backprop_filter") {  // (x, dy) -> kernel (kh, kw, C, F)
+    const Shape& kernel = n.outputs[0].shape;
+    return 2.0 * elements(in(1)) * double(kernel[0] * kernel[1] * kernel[2]);
+  }
+  double e = 0;
+  for (const TensorType& t : n.outputs) e += elements(t);
+  return e;
+}
+
+std::string names(const std::vector<LayerCost>& costs) {
+  std::string s;
+  for (const LayerCost& c : costs) s += (s.empty() ? "" : ", ") + c.layer;
+  return s;
+}
+}  // namespace
+
+std::vector<LayerCost> layer_costs(const graph::Graph& g) {
+  std::vector<LayerCost> costs;
+  std::map<std::string, std::size_t> index;
+  for (int id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    const bool computes = n.def->source == ops::Source::Kernel;  // variables' nodes carry their owner's path
+    if (computes && n.phase == graph::Phase::Forward && !n.scope.empty() && n.scope != "loss" && !index.count(n.scope)) {
+      index[n.scope] = costs.size();
+      costs.push_back({n.scope, 0});
+    }
+  }
+  for (int id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    if (auto it = index.find(n.scope); it != index.end() && n.def->source == ops::Source::Kernel) costs[it->second].flops += flops(g, n);
+  }
+  return costs;
+}
+
+std::vector<std::size_t> balanced_cuts(const std::vector<LayerCost>& costs, int stages) {
+  const std::size_t n = costs.size(), s = static_cast<std::size_t>(stages);
+  std::vector<double> prefix(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i].flops;
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: the least largest cost of the first i layers in k groups; from[k][i]: where the
+  // last of those groups starts.
+  std::vector<std::vector<double>> best(s + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> from(s + 1, std::vector<std::size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (std::size_t k = 1; k <= s; ++k)
+    for (std::size_t i = k; i <= n; ++i)
+      for (std::size_t j = k - 1; j < i; ++j) {
+        const double c = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (c < best[k][i]) best[k][i] = c, from[k][i] = j;
+      }
+  std::vector<std::size_t> firsts(s);
+  for (std::size_t k = s, i = n; k >= 1; --k) {
+    firsts[k - 1] = from[k][i];
+    i = from[k][i];
+  }
+  return firsts;
+}
+
+std::map<std::string, int> assign_stages(const graph::Graph& g, const std::vector<std::string>& boundaries, int stages) {
+  const std::vector<LayerCost> costs = layer_costs(g);
+  if (static_cast<int>(costs.size()) < stages)
+    throw ValueError("Pipeline: " + std::to_string(stages) + " stages for a model of " + std::to_string(costs.size()) +
+                     " layers (" + names(costs) + "); use at most " + std::to_string(costs.size()) + " stages");
+  std::vector<std::size_t> firsts{0};
+  if (boundaries.empty()) {
+    firsts = balanced_cuts(costs, stages);
+  } else {
+    for (const std::string& b : boundaries) {
+      const auto it = std::find_if(costs.begin(), costs.end(), [&](const LayerCost& c) { return c.layer == b; });
+      if (it == costs.end())
+        throw ValueError("Pipeline: boundary '" + b + "' is not a layer of the model; its layers are " + names(costs));
+      const auto at = static_cast<std::size_t>(it - costs.begin());
+      if (at <= firsts.back())
+        throw ValueError("Pipeline: boundary '" + b + "' must come after '" + costs[firsts.back()].layer +
+                         "' (boundaries name the first layer of stages 1, 2, ..., in the model's order; the model's first layer starts stage 0)");
+      firsts.push_back(at);
+    }
+  }
+  std::map<std::string, int> stage_of;
+  for (std::size_t k = 0; k < firsts.size(); ++k) {
+    const std::size_t end = k + 1 < firsts.size() ? firsts[k + 1] : costs.size();
+    for (std::size_t i = firsts[k]; i < end; ++i) stage_of[costs[i].layer] = static_cast<int>(k);
+  }
+  return stage_of;
+}
+
+}  // namespace tandem::distribute

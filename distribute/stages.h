@@ -1,0 +1,30 @@
+// Which pipeline stage each layer of a step's graph belongs to: at named boundaries, or where the
+// estimated costs balance.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tandem::distribute {
+
+struct LayerCost {
+  std::string layer;  // its scope in the graph
+  double flops = 0;   // forward and backward
+};
+
+// The model's layers in the order their forward nodes appear, with an estimate of the work of
+// their forward and backward nodes: 2·M·N·K for products and convolutions, one per element
+// written for everything else.
+std::vector<LayerCost> layer_costs(const graph::Graph& g);
+
+// Contiguous runs of `costs` into `stages` groups minimising the largest group's cost; returns
+// the index of each group's first layer.
+std::vector<std::size_t> balanced_cuts(const std::vector<LayerCost>& costs, int stages);
+
+// Layer scope -> stage. `boundaries` name the first layer of stages 1, 2, ...; empty: balanced.
+std::map<std::string, int> assign_stages(const graph::Graph& g, const std::vector<std::string>& boundaries, int stages);
+
+}  // namespace tandem::distribute

@@ -1,0 +1,250 @@
+// Pipeline on virtual CPU devices: every stage count, micro-batch count and schedule ends with
+// Default's weights; 1F1B holds at most S − s micro-batches on stage s; automatic cuts balance
+// the estimated costs; a file saved under Pipeline loads under Default; bad arguments are errors.
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "autodiff/autodiff.h"
+#include "distribute/stages.h"
+#include "distribute/strategy.h"
+#include "ops/ops.h"
+
+namespace tl = tandem::layers;
+namespace dist = tandem::distribute;
+namespace graph = tandem::graph;
+namespace ops = tandem::ops;
+using tandem::Tensor;
+
+namespace {
+std::vector<std::string> cpus(int k) {
+  std::vector<std::string> d;
+  for (int i = 0; i < k; ++i) d.push_back("cpu:" + std::to_string(i));
+  return d;
+}
+
+tandem::Dataset blobs(int64_t rows, int64_t features, int classes) {
+  std::mt19937_64 gen(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(rows * features));
+  std::vector<int32_t> y(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(r % classes);
+    for (int64_t f = 0; f < features; ++f)
+      x[static_cast<std::size_t>(r * features + f)] = normal(gen) + (f % classes == r % classes ? 1.5f : 0.0f);
+  }
+  return {Tensor::from({rows, features}, std::span<const float>(x)), Tensor::from({rows}, std::span<const int32_t>(y))};
+}
+
+double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    double diff = 0, scale = 1e-12;
+    for (int64_t j = 0; j < a[i].size(); ++j) {
+      diff = std::max(diff, std::abs(a[i].item(j) - b[i].item(j)));
+      scale = std::max(scale, std::abs(b[i].item(j)));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+enum class Net { Mlp, Cnn, Skip };
+
+std::unique_ptr<tandem::Model> make(Net net) {
+  if (net == Net::Mlp)
+    return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+        tl::InputLayer({20}), tl::Dense(32, "relu"), tl::Dropout(0.25), tl::Dense(32, "tanh"), tl::Dense(16, "relu"), tl::Dense(5)});
+  if (net == Net::Cnn)
+    return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+        tl::InputLayer({100}), tl::Reshape({10, 10, 1}), tl::Conv2D(6, 3, {.activation = "relu"}), tl::MaxPooling2D(2),
+        tl::Conv2D(8, 3, {.padding = "same", .activation = "relu"}), tl::Flatten(), tl::Dense(5)});
+  // A skip connection from the first stage's output to the last stage.
+  auto x = tandem::Input({20});
+  auto a = tl::Dense(16, "relu")(x);
+  auto b = tl::Dense(16, "tanh")(a);
+  auto c = tl::Dense(16, "relu")(b);
+  auto out = tl::Dense(5)(tl::Add()({a, c}));
+  return std::make_unique<tandem::Model>(x, out);
+}
+
+// Five training steps (batch 16) under a strategy, from seed 3.
+std::vector<Tensor> five_steps(Net net, dist::StrategyPtr strategy) {
+  tandem::set_random_seed(3);
+  auto model = make(net);
+  model->compile({.optimizer = tandem::optimizers::Adam(1e-3),
+                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"},
+                  .strategy = strategy});
+  const int64_t features = net == Net::Cnn ? 100 : 20;
+  model->fit(blobs(80, features, 5), {.epochs = 1, .batch_size = 16, .verbose = 0});
+  CHECK(model->optimizer()->iterations() == 5);
+  return model->get_weights();
+}
+
+// The graph of one micro-batch of a two-layer step, each node in the scope of its layer.
+struct LayeredGraph {
+  graph::Graph g;
+  std::vector<graph::Value> fetches;
+  LayeredGraph(const std::vector<std::pair<std::string, int64_t>>& layers, int64_t rows, int64_t in) {
+    graph::Value h = g.placeholder("x", {tandem::Shape{rows, in}, tandem::DType::F32});
+    std::vector<graph::Value> weights;
+    std::vector<tandem::VariablePtr> vars;
+    for (const auto& [name, units] : layers) {
+      graph::ScopeGuard scope(g, name);
+      const int64_t from = g.type(h).shape[1];
+      vars.push_back(std::make_shared<tandem::Variable>(name + "/kernel", Tensor({from, units}, tandem::DType::F32), true));
+      weights.push_back(g.variable({vars.back()->id(), vars.back()->path(), vars.back()->value().type(), true}));
+      h = ops::tanh(g, ops::matmul(g, h, weights.back()));
+    }
+    graph::Value loss;
+    {
+      graph::ScopeGuard scope(g, "loss");
+      loss = ops::micro_sum(g, ops::reduce_sum(g, ops::mul(g, h, h), {0, 1}));
+    }
+    std::vector<graph::Value> grads = tandem::autodiff::gradients(g, g.node(loss.node).inputs[0], weights);
+    {
+      graph::ScopeGuard phase(g, graph::Phase::Backward);
+      for (graph::Value& grad : grads) grad = ops::micro_sum(g, grad);
+    }
+    tandem::optimizers::SGD(0.1)->emit_updates(g, vars, grads);
+    fetches = {loss};
+  }
+};
+}  // namespace
+
+TEST_CASE("pipeline: 2 and 4 stages, 1 to 8 micro-batches, GPipe and 1F1B end five steps with Default's weights") {
+  for (Net net : {Net::Mlp, Net::Cnn}) {
+    const std::vector<Tensor> reference = five_steps(net, dist::Default());
+    for (int stages : {2, 4})
+      for (int64_t micro : {1, 2, 4, 8})
+        for (auto schedule : {dist::PipelineSchedule::GPipe, dist::PipelineSchedule::OneFOneB}) {
+          INFO((net == Net::Mlp ? "MLP" : "CNN") << ", " << stages << " stages, " << micro << " micro-batches, "
+                                                  << (schedule == dist::PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
+          const auto weights = five_steps(net, dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = schedule}));
+          CHECK(max_relative_difference(weights, reference) <= 1e-5);
+        }
+  }
+}
+
+TEST_CASE("pipeline: a skip connection from the first stage to the last travels by send/recv and trains like Default") {
+  const std::vector<Tensor> reference = five_steps(Net::Skip, dist::Default());
+  for (int64_t micro : {1, 4}) {
+    INFO(micro << " micro-batches");
+    // Stages: dense (the skip's source) | dense_1 | dense_2, add, dense_3.
+    const auto weights = five_steps(Net::Skip, dist::Pipeline(cpus(3), {.micro_batches = micro}));
+    CHECK(max_relative_difference(weights, reference) <= 1e-5);
+  }
+}
+
+TEST_CASE("pipeline: 1F1B holds at most S − s micro-batches on stage s, GPipe all M; the difference is whole activation slots") {
+  const LayeredGraph lg({{"a", 64}, {"b", 64}, {"c", 64}, {"d", 8}}, 16, 32);
+  const int micro = 8, stages = 4;
+  const tandem::compile::Plan gpipe = dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = dist::PipelineSchedule::GPipe})->lower(lg.g, lg.fetches, micro);
+  const tandem::compile::Plan one_f_one_b = dist::Pipeline(cpus(stages), {.micro_batches = micro})->lower(lg.g, lg.fetches, micro);
+  for (int s = 0; s < stages; ++s) {
+    INFO("stage " << s);
+    const auto& gm = gpipe.programs[static_cast<std::size_t>(s)].memory;
+    const auto& fm = one_f_one_b.programs[static_cast<std::size_t>(s)].memory;
+    CHECK(gm.in_flight == micro);
+    CHECK(fm.in_flight == stages - s);
+    CHECK(fm.slot_bytes == gm.slot_bytes);
+    CHECK(fm.slot_bytes > 0);
+    CHECK(gm.arena_bytes - fm.arena_bytes == static_cast<std::size_t>(micro - (stages - s)) * gm.slot_bytes);
+    MESSAGE("stage " << s << ": activation slots GPipe " << micro << " × " << gm.slot_bytes << " B, 1F1B " << fm.in_flight
+                     << " × " << fm.slot_bytes << " B; arena " << gm.arena_bytes << " vs " << fm.arena_bytes << " B");
+  }
+  // 1F1B's order on the first stage: 3 warm-up forwards, then forward and backward in turn.
+  std::string order;
+  const auto& p0 = one_f_one_b.programs[0];
+  for (const auto& a : one_f_one_b.schedule[0]) {
+    const auto phase = p0.blocks[static_cast<std::size_t>(a.block)].phase;
+    if (phase != graph::Phase::Forward && phase != graph::Phase::Backward) continue;
+    order += phase == graph::Phase::Forward ? 'F' : 'B';
+    order += std::to_string(a.micro_batch);
+  }
+  CHECK(order == "F0F1F2F3B0F4B1F5B2F6B3F7B4B5B6B7");
+}
+
+TEST_CASE("pipeline: automatic stages cut where the estimated costs balance, around one wide layer") {
+  // Per row: a 32·16, b 16·1024 (wide), c 1024·16 (wide), d 16·16, e 16·16. Two stages balance
+  // at b | c; three put the two wide layers on stages of their own.
+  const LayeredGraph lg({{"a", 16}, {"b", 1024}, {"c", 16}, {"d", 16}, {"e", 16}}, 8, 32);
+  const auto costs = dist::layer_costs(lg.g);
+  REQUIRE(costs.size() == 5);
+  CHECK(costs[1].flops > 20 * costs[0].flops);
+  auto two = dist::assign_stages(lg.g, {}, 2);
+  CHECK(two["a"] == 0);
+  CHECK(two["b"] == 0);
+  CHECK(two["c"] == 1);
+  CHECK(two["e"] == 1);
+  // Three: each wide layer on a stage of its own, and no other cut has a smaller largest stage
+  // (checked against every cut).
+  auto three = dist::assign_stages(lg.g, {}, 3);
+  CHECK(three["b"] != three["c"]);
+  auto largest = [&](std::size_t i, std::size_t j) {  // stages [0, i), [i, j), [j, 5)
+    double s0 = 0, s1 = 0, s2 = 0;
+    for (std::size_t k = 0; k < 5; ++k) (k < i ? s0 : k < j ? s1 : s2) += costs[k].flops;
+    return std::max({s0, s1, s2});
+  };
+  double best = 1e300;
+  for (std::size_t i = 1; i < 4; ++i)
+    for (std::size_t j = i + 1; j < 5; ++j) best = std::min(best, largest(i, j));
+  std::size_t first1 = 0, first2 = 0;
+  for (std::size_t k = 0; k < 5; ++k) {
+    if (three[costs[k].layer] == 0) first1 = k + 1;
+    if (three[costs[k].layer] <= 1) first2 = k + 1;
+  }
+  CHECK(largest(first1, first2) == best);
+  auto named = dist::assign_stages(lg.g, {"d"}, 2);
+  CHECK(named["c"] == 0);
+  CHECK(named["d"] == 1);
+}
+
+TEST_CASE("pipeline: weights saved under Pipeline load under Default and the reverse, with the same predictions") {
+  tandem::set_random_seed(9);
+  auto model = make(Net::Mlp);
+  model->compile({.optimizer = "adam", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .strategy = dist::Pipeline(cpus(2), {.micro_batches = 2})});
+  const tandem::Dataset data = blobs(64, 20, 5);
+  model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  const std::string path = "pipeline_weights_test.weights.h5";
+  model->save_weights(path);
+  const Tensor under_pipeline = model->predict(data.x(), {.batch_size = 16});
+
+  auto plain = make(Net::Mlp);
+  plain->compile({.optimizer = "adam", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  plain->load_weights(path);
+  const Tensor under_default = plain->predict(data.x(), {.batch_size = 16});
+  for (int64_t i = 0; i < under_default.size(); ++i) CHECK(under_default.item(i) == doctest::Approx(under_pipeline.item(i)).epsilon(1e-6));
+
+  plain->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  plain->save_weights(path);
+  model->load_weights(path);
+  const Tensor back = model->predict(data.x(), {.batch_size = 16});
+  const Tensor expected = plain->predict(data.x(), {.batch_size = 16});
+  for (int64_t i = 0; i < back.size(); ++i) CHECK(back.item(i) == doctest::Approx(expected.item(i)).epsilon(1e-6));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("pipeline errors: stages and devices, layers, boundaries and micro-batches name the argument") {
+  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(2), {.stages = 3}), "Pipeline: 3 stages need 3 devices (one per stage), got 2", tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(3), {.boundaries = {"dense_1"}}), "Pipeline: 2 stages need 2 devices (one per stage), got 3",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(2), {.micro_batches = 0}), "Pipeline: micro_batches must be >= 1, got 0", tandem::ValueError);
+  auto fit = [](dist::StrategyPtr strategy, int64_t batch) {
+    tandem::Sequential model({tl::InputLayer({4}), tl::Dense(8, "relu", {.name = "first"}), tl::Dense(2, "", {.name = "second"})});
+    model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = strategy});
+    model.fit(blobs(32, 4, 2), {.batch_size = batch, .verbose = 0});
+  };
+  CHECK_THROWS_WITH_AS(fit(dist::Pipeline(cpus(3)), 8), "Pipeline: 3 stages for a model of 2 layers (first, second); use at most 2 stages",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(fit(dist::Pipeline(cpus(2), {.boundaries = {"third"}}), 8),
+                       "Pipeline: boundary 'third' is not a layer of the model; its layers are first, second", tandem::ValueError);
+  CHECK_THROWS_WITH_AS(fit(dist::Pipeline(cpus(2), {.micro_batches = 3}), 8),
+                       "Pipeline: micro_batches = 3 does not divide the batch of 8 rows; choose a batch_size that is a multiple of it",
+                       tandem::ValueError);
+  fit(dist::Pipeline(cpus(2), {.boundaries = {"second"}, .micro_batches = 4}), 8);  // and a good one runs
+}
