@@ -165,6 +165,20 @@ TEST_CASE("mirrored: all_gather, reduce_scatter, broadcast, send and recv") {
   CHECK(received[1] == 100);
 }
 
+TEST_CASE("mirrored: a send does not wait for its receiver, and a recv takes the message with its tag") {
+  dist::comm::InProcessCommunicator comm({"cpu:0", "cpu:1"});
+  comm.set_timeout(std::chrono::milliseconds(2000));
+  const float first[2] = {1, 2}, second[3] = {3, 4, 5};
+  comm.send(0, 1, first, sizeof first, 7);  // both return at once, on one thread
+  comm.send(0, 1, second, sizeof second, 9);
+  float got_second[3] = {}, got_first[2] = {};
+  comm.recv(1, 0, got_second, sizeof got_second, 9);  // in the other order
+  comm.recv(1, 0, got_first, sizeof got_first, 7);
+  CHECK(got_first[1] == 2);
+  CHECK(got_second[2] == 5);
+  CHECK_THROWS_WITH_AS(comm.recv(1, 0, got_first, sizeof got_first, 7), doctest::Contains("(tag 7) timed out after 2000 ms"), tandem::Error);
+}
+
 TEST_CASE("mirrored: a collective that a peer never joins times out with a clear error") {
   dist::comm::InProcessCommunicator comm(cpus(3));
   comm.set_timeout(std::chrono::milliseconds(100));
@@ -173,7 +187,7 @@ TEST_CASE("mirrored: a collective that a peer never joins times out with a clear
                        "all_reduce on cpu:0 timed out after 100 ms waiting for cpu:1, cpu:2", tandem::Error);
   dist::comm::InProcessCommunicator pair(cpus(2));
   pair.set_timeout(std::chrono::milliseconds(50));
-  CHECK_THROWS_WITH_AS(pair.recv(1, 0, &v, 4), "recv on cpu:1 from cpu:0 timed out after 50 ms", tandem::Error);
+  CHECK_THROWS_WITH_AS(pair.recv(1, 0, &v, 4), "recv on cpu:1 from cpu:0 (tag 0) timed out after 50 ms", tandem::Error);
 }
 
 TEST_CASE("mirrored: 1, 2 and 4 replicas end five steps with Default's weights") {

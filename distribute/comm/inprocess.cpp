@@ -1,5 +1,7 @@
 #include "distribute/comm/inprocess.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "tandem/errors.h"
@@ -171,7 +173,7 @@ void InProcessCommunicator::broadcast(int rank, void* data, std::size_t bytes, i
   sync(rank, "broadcast");
 }
 
-void InProcessCommunicator::send(int rank, int peer, const void* data, std::size_t bytes) {
+void InProcessCommunicator::send(int rank, int peer, const void* data, std::size_t bytes, int tag) {
   check_rank(rank, "send");
   check_rank(peer, "send peer");
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(rank * size() + peer)];
@@ -184,21 +186,26 @@ void InProcessCommunicator::send(int rank, int peer, const void* data, std::size
   }
   message.resize(bytes);
   std::memcpy(message.data(), data, bytes);
-  box.messages.push_back(std::move(message));
+  box.messages.emplace_back(tag, std::move(message));
   box.cv.notify_all();
 }
 
-void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t bytes) {
+void InProcessCommunicator::recv(int rank, int peer, void* data, std::size_t bytes, int tag) {
   check_rank(rank, "recv");
   check_rank(peer, "recv peer");
   Mailbox& box = *mailboxes_[static_cast<std::size_t>(peer * size() + rank)];
   std::unique_lock lock(box.mutex);
-  if (!box.cv.wait_for(lock, timeout_, [&] { return !box.messages.empty() || box.aborted; }))
+  auto found = box.messages.end();
+  auto arrived = [&] {
+    found = std::find_if(box.messages.begin(), box.messages.end(), [&](const auto& m) { return m.first == tag; });
+    return found != box.messages.end() || box.aborted;
+  };
+  if (!box.cv.wait_for(lock, timeout_, arrived))
     throw Error("recv on " + names_[static_cast<std::size_t>(rank)] + " from " + names_[static_cast<std::size_t>(peer)] +
-                " timed out after " + std::to_string(timeout_.count()) + " ms");
+                " (tag " + std::to_string(tag) + ") timed out after " + std::to_string(timeout_.count()) + " ms");
   if (box.aborted) throw Aborted("recv on " + names_[static_cast<std::size_t>(rank)] + " abandoned: a device failed");
-  std::vector<std::byte> message = std::move(box.messages.front());
-  box.messages.pop_front();
+  std::vector<std::byte> message = std::move(found->second);
+  box.messages.erase(found);
   const std::size_t got = message.size();
   if (got == bytes) std::memcpy(data, message.data(), bytes);
   box.spare.push_back(std::move(message));
@@ -241,7 +248,7 @@ void InProcessCommunicator::reset() {
   for (auto& box : mailboxes_) {
     std::lock_guard lock(box->mutex);
     box->aborted = false;
-    for (auto& m : box->messages) box->spare.push_back(std::move(m));  // an abandoned step's
+    for (auto& m : box->messages) box->spare.push_back(std::move(m.second));  // an abandoned step's
     box->messages.clear();
   }
 }

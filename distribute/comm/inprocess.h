@@ -25,8 +25,8 @@ class InProcessCommunicator : public Communicator {
   void all_gather(int rank, const void* in, void* out, std::size_t count, DType dtype) override;
   void reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override;
   void broadcast(int rank, void* data, std::size_t bytes, int root) override;
-  void send(int rank, int peer, const void* data, std::size_t bytes) override;
-  void recv(int rank, int peer, void* data, std::size_t bytes) override;
+  void send(int rank, int peer, const void* data, std::size_t bytes, int tag = 0) override;
+  void recv(int rank, int peer, void* data, std::size_t bytes, int tag = 0) override;
   void barrier(int rank) override;
   CommStats stats() const override;
   void abort(const std::string& reason) override;
@@ -58,7 +58,7 @@ class InProcessCommunicator : public Communicator {
   struct Mailbox {
     std::mutex mutex;
     std::condition_variable cv;
-    std::deque<std::vector<std::byte>> messages;
+    std::deque<std::pair<int, std::vector<std::byte>>> messages;  // (tag, bytes)
     std::vector<std::vector<std::byte>> spare;
     bool aborted = false;
   };

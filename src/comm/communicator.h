@@ -42,9 +42,10 @@ class Communicator {
   virtual void reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) = 0;
   virtual void broadcast(int rank, void* data, std::size_t bytes, int root) = 0;
   // send returns once `data` may be reused; it does not wait for the receiver, so two ranks may
-  // both send before they receive. Messages between two ranks arrive in the order sent.
-  virtual void send(int rank, int peer, const void* data, std::size_t bytes) = 0;
-  virtual void recv(int rank, int peer, void* data, std::size_t bytes) = 0;
+  // both send before they receive. recv takes the oldest message from `peer` with its `tag`:
+  // two programs may reach their transfers in different orders, the tags keep them apart.
+  virtual void send(int rank, int peer, const void* data, std::size_t bytes, int tag = 0) = 0;
+  virtual void recv(int rank, int peer, void* data, std::size_t bytes, int tag = 0) = 0;
   virtual void barrier(int rank) = 0;
 
   // After a rank failed: every waiting and later call throws Aborted until reset(). reset() may

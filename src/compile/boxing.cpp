@@ -107,9 +107,10 @@ Located Boxing::transfer(const Located& v, const std::vector<int>& devices) {
       r.part[at(d)] = v.on(d);
       continue;
     }
-    prepare(local_, from, v.phase).add_multi("send", {v.on(from)}, {{"peer", int64_t{d}}});
+    const int64_t tag = next_tag_++;  // each transfer its own: programs may reach them in other orders
+    prepare(local_, from, v.phase).add_multi("send", {v.on(from)}, {{"peer", int64_t{d}}, {"tag", tag}});
     r.part[at(d)] = prepare(local_, d, v.phase)
-                        .add("recv", {}, {{"peer", int64_t{from}}, {"shape", v.type.shape.dims()}, {"dtype", int64_t(v.type.dtype)}});
+                        .add("recv", {}, {{"peer", int64_t{from}}, {"shape", v.type.shape.dims()}, {"dtype", int64_t(v.type.dtype)}, {"tag", tag}});
   }
   return r;
 }

@@ -44,6 +44,7 @@ class Boxing {
   std::vector<graph::Graph>& local_;
   bool bf16_;
   int next_bucket_ = 0;
+  int next_tag_ = 0;
 };
 
 }  // namespace tandem::compile

@@ -68,8 +68,9 @@ REGISTER_OP(
     .name = "reduce_scatter", .infer = infer_reduce_scatter,
     .grad = [](GradContext& c) { c.set(0, c.g.add("all_gather", {c.dy()}, {{"ranks", c.attrs().i("ranks")}})); });
 
-// Point to point. Attrs: peer (the other rank). send has no outputs; recv's output type is given
-// by its attrs shape and dtype. The pair moves the value from one device's memory to another's.
+// Point to point. Attrs: peer (the other rank), tag (matches a send with its recv; default 0).
+// send has no outputs; recv's output type is given by its attrs shape and dtype. The pair moves
+// the value from one device's memory to another's.
 REGISTER_OP(
     .name = "send", .infer = [](const Attrs&, const std::vector<TensorType>&) { return std::vector<TensorType>{}; },
     .has_side_effects = true);

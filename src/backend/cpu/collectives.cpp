@@ -133,8 +133,9 @@ KernelFn make_point_to_point(const KernelInit& k) {
   const int rank = comm_of(k).rank;
   void* data = sending ? k.in[0] : k.out[0];
   const std::size_t bytes = sending ? k.in_types[0].bytes() : k.out_type().bytes();
-  if (sending) return run_on_queue(k, [=] { comm->send(rank, peer, data, bytes); }, "send to rank " + std::to_string(peer));
-  return run_on_queue(k, [=] { comm->recv(rank, peer, data, bytes); }, "recv from rank " + std::to_string(peer));
+  const auto tag = static_cast<int>(k.node.attrs.i("tag", 0));
+  if (sending) return run_on_queue(k, [=] { comm->send(rank, peer, data, bytes, tag); }, "send to rank " + std::to_string(peer));
+  return run_on_queue(k, [=] { comm->recv(rank, peer, data, bytes, tag); }, "recv from rank " + std::to_string(peer));
 }
 }  // namespace
 
