@@ -22,7 +22,18 @@ constexpr auto kWaitSpin = std::chrono::microseconds(5);
 struct BoundAction {
   std::vector<backend::KernelFn> fns;
   std::vector<const graph::Node*> nodes;  // each kernel's node, for traces and the watchdog
+  std::string label;                      // "forward 3", "backward 3", "update": a trace slice
 };
+
+const char* phase_name(graph::Phase p) {
+  switch (p) {
+    case graph::Phase::Forward: return "forward";
+    case graph::Phase::Metric: return "metrics";
+    case graph::Phase::Backward: return "backward";
+    case graph::Phase::Update: return "update";
+  }
+  return "?";
+}
 
 struct Executable::Bound {
   backend::DeviceBuffer arena;
@@ -85,6 +96,8 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
         if (!block.per_micro_batch() && j != micro_batches - 1) continue;
         const auto& pointers = b->pointers[static_cast<std::size_t>(j)];
         BoundAction& action = per_micro[static_cast<std::size_t>(j)];
+        action.label = phase_name(block.phase);
+        if (block.per_micro_batch() && micro_batches > 1) action.label += " " + std::to_string(j);
         for (int id : block.nodes) {
           const graph::Node& n = g.node(id);
           if (n.def->source != ops::Source::Kernel) continue;  // the memory bound above is its value
@@ -157,6 +170,7 @@ void Executable::run_program(int p) {
   for (const compile::Action& a : plan_->schedule[static_cast<std::size_t>(p)]) {
     const BoundAction& action = b.actions[static_cast<std::size_t>(a.block)][static_cast<std::size_t>(a.micro_batch)];
     b.current_action.store(&action, std::memory_order_relaxed);
+    const double action_start = tracing ? tracer_.now() : 0;
     for (std::size_t i = 0; i < action.fns.size(); ++i) {
       b.current.store(static_cast<int>(i), std::memory_order_relaxed);
       if (!tracing) {
@@ -167,6 +181,7 @@ void Executable::run_program(int p) {
       action.fns[i]();
       tracer_.record(2 * p, action.nodes[i]->op.c_str(), t0, tracer_.now());
     }
+    if (tracing) tracer_.record(2 * p, action.label.c_str(), action_start, tracer_.now());
   }
   b.current.store(-1, std::memory_order_relaxed);
   devices_[static_cast<std::size_t>(p)]->synchronize();
