@@ -129,6 +129,36 @@ TEST_CASE("pipeline: 2 and 4 stages, 1 to 8 micro-batches, GPipe and 1F1B end fi
   }
 }
 
+TEST_CASE("pipeline: 2 stages × 2 replicas split each micro-batch's rows and all-reduce each stage's gradients within its replicas") {
+  for (Net net : {Net::Mlp, Net::Cnn}) {
+    const std::vector<Tensor> reference = five_steps(net, dist::Default());
+    for (int64_t micro : {1, 2, 4})
+      for (auto schedule : {dist::PipelineSchedule::GPipe, dist::PipelineSchedule::OneFOneB}) {
+        INFO((net == Net::Mlp ? "MLP" : "CNN") << ", " << micro << " micro-batches, " << (schedule == dist::PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
+        const auto weights = five_steps(net, dist::Pipeline(cpus(4), {.micro_batches = micro, .schedule = schedule, .replicas = 2}));
+        CHECK(max_relative_difference(weights, reference) <= 1e-5);
+      }
+  }
+}
+
+TEST_CASE("pipeline: under 2 stages × 2 replicas each replica sends to its counterpart and all-reduces with its stage's other replica") {
+  const LayeredGraph lg({{"a", 16}, {"b", 16}}, 8, 8);
+  const tandem::compile::Plan plan = dist::Pipeline(cpus(4), {.replicas = 2})->lower(lg.g, lg.fetches, 1);
+  for (int d = 0; d < 4; ++d) {
+    INFO("device " << d);
+    const graph::Graph& g = plan.programs[static_cast<std::size_t>(d)].graph;
+    std::vector<int64_t> peers, group;
+    for (int i = 0; i < g.size(); ++i) {
+      if (g.node(i).op == "send") peers.push_back(g.node(i).attrs.i("peer"));
+      if (g.node(i).op == "all_reduce_start") group = g.node(i).attrs.ints("group");
+      CHECK(g.node(i).op != "all_gather");  // each replica computes on its own rows
+    }
+    CHECK(peers == std::vector<int64_t>{d < 2 ? d + 2 : d - 2});  // activations forward or their gradients back
+    CHECK(group == (d < 2 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{2, 3}));
+  }
+  CHECK(plan.fetches[0].programs == std::vector<int>{2, 3});  // the loss: partial sums on the last stage
+}
+
 TEST_CASE("pipeline: a skip connection from the first stage to the last travels by send/recv and trains like Default") {
   const std::vector<Tensor> reference = five_steps(Net::Skip, dist::Default());
   for (int64_t micro : {1, 4}) {
@@ -230,8 +260,10 @@ TEST_CASE("pipeline: weights saved under Pipeline load under Default and the rev
 }
 
 TEST_CASE("pipeline errors: stages and devices, layers, boundaries and micro-batches name the argument") {
-  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(2), {.stages = 3}), "Pipeline: 3 stages need 3 devices (one per stage), got 2", tandem::ValueError);
-  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(3), {.boundaries = {"dense_1"}}), "Pipeline: 2 stages need 2 devices (one per stage), got 3",
+  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(2), {.stages = 3}), "Pipeline: 3 stages × 1 replicas need 3 devices, got 2", tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(3), {.boundaries = {"dense_1"}}), "Pipeline: 2 stages × 1 replicas need 2 devices, got 3",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(4), {.stages = 2, .replicas = 3}), "Pipeline: 2 stages × 3 replicas need 6 devices, got 4",
                        tandem::ValueError);
   CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(2), {.micro_batches = 0}), "Pipeline: micro_batches must be >= 1, got 0", tandem::ValueError);
   auto fit = [](dist::StrategyPtr strategy, int64_t batch) {

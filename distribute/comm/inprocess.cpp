@@ -253,6 +253,17 @@ void InProcessCommunicator::reset() {
   }
 }
 
+std::shared_ptr<Communicator> InProcessCommunicator::subgroup(const std::vector<int64_t>& ranks) const {
+  std::vector<std::string> names;
+  for (int64_t r : ranks) {
+    check_rank(static_cast<int>(r), "subgroup");
+    names.push_back(names_[static_cast<std::size_t>(r)]);
+  }
+  auto group = std::make_shared<InProcessCommunicator>(names);
+  group->set_timeout(timeout_);
+  return group;
+}
+
 CommStats InProcessCommunicator::stats() const {
   std::lock_guard lock(stats_mutex_);
   return stats_;

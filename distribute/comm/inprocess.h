@@ -25,6 +25,7 @@ class InProcessCommunicator : public Communicator {
   void all_gather(int rank, const void* in, void* out, std::size_t count, DType dtype) override;
   void reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override;
   void broadcast(int rank, void* data, std::size_t bytes, int root) override;
+  std::shared_ptr<Communicator> subgroup(const std::vector<int64_t>& ranks) const override;
   void send(int rank, int peer, const void* data, std::size_t bytes, int tag = 0) override;
   void recv(int rank, int peer, void* data, std::size_t bytes, int tag = 0) override;
   void barrier(int rank) override;

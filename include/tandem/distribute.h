@@ -54,12 +54,16 @@ struct PipelineOptions {
   // batch uses the largest count below that divides its rows).
   int64_t micro_batches = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // Data parallelism within each stage: stage s runs on devices [s·replicas, (s+1)·replicas),
+  // each replica on its share of the micro-batch's rows, the stage's gradients all-reduced among
+  // its replicas (4 devices: 2 stages × 2 replicas).
+  int64_t replicas = 1;
   int64_t timeout_ms = 60000;  // a transfer between stages that waits longer raises an error
 };
 
-// Pipeline parallelism: contiguous ranges of layers (stages) on successive devices, one device
-// per stage; activations go forward and their gradients back between neighbouring stages, one
-// micro-batch at a time. The loss and metrics live on the last stage.
+// Pipeline parallelism: contiguous ranges of layers (stages) on successive devices (or groups of
+// replicas); activations go forward and their gradients back between stages, one micro-batch at
+// a time. The loss and metrics live on the last stage.
 StrategyPtr Pipeline(const std::vector<std::string>& devices, const PipelineOptions& options = {});
 
 }  // namespace tandem::distribute

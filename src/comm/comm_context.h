@@ -22,11 +22,25 @@ class CommQueue {
   virtual void wait(int slot) = 0;
 };
 
+// A subset of the ranks with collectives of its own (the replicas of one pipeline stage).
+struct CommGroup {
+  std::vector<int64_t> ranks;           // ascending, numbered as in the whole communicator
+  Communicator* communicator = nullptr; // over just these ranks
+  int rank = 0;                         // this program's rank among them
+};
+
 struct CommContext {
   Communicator* communicator = nullptr;
   int rank = 0;
   CommQueue* queue = nullptr;
   std::vector<int> bucket_slots;  // bucket index -> the queue slot its all-reduce runs in
+  std::vector<CommGroup> groups;  // the subsets this program's collectives span
+  // The group over `ranks`; throws if this program is not bound to one.
+  const CommGroup& group(const std::vector<int64_t>& ranks) const {
+    for (const CommGroup& g : groups)
+      if (g.ranks == ranks) return g;
+    throw Error("internal: a collective over a group of ranks this program was not bound to");
+  }
 };
 
 }  // namespace tandem::distribute::comm

@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tandem/errors.h"
 #include "tandem/tensor.h"
@@ -56,6 +58,9 @@ class Communicator {
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   virtual CommStats stats() const = 0;
+  // A communicator over `ranks` (ascending) of this one, for collectives within that group; made
+  // once per group and shared by its members.
+  virtual std::shared_ptr<Communicator> subgroup(const std::vector<int64_t>& ranks) const = 0;
 
  protected:
   std::chrono::milliseconds timeout_{std::chrono::seconds(60)};

@@ -33,15 +33,14 @@ Value zero_rows(graph::Graph& g, const TensorType& type, int axis, int64_t rows)
   return ops::fill(g, {Shape(std::move(dims)), type.dtype}, 0.0);
 }
 
-std::string devices_str(const std::vector<int>& devices) {
-  std::string s;
-  for (int d : devices) s += (s.empty() ? "" : ", ") + std::to_string(d);
-  return "{" + s + "}";
-}
 }  // namespace
 
 Located Boxing::convert(const Located& v, const std::vector<int>& devices, const Layout& want) {
   if (v.devices == devices) return within(v, want);
+  // Between groups of one size (a pipeline's stages over replicas) each part goes to its
+  // counterpart: device i of the one group sends its block, or its partial sum, to device i of
+  // the other.
+  if (v.devices.size() == devices.size()) return within(pairwise(v, devices), want);
   return within(transfer(within(v, Layout::replicated()), devices), want);
 }
 
@@ -67,17 +66,16 @@ Located Boxing::within(const Located& v, const Layout& want) {
   throw Error("internal: no layout rule asks for partial sums of a " + v.layout.str() + " value");
 }
 
-void Boxing::check_all_devices(const Located& v, const char* what) const {
-  if (static_cast<int>(v.devices.size()) != ranks())
-    throw Error(std::string("lowering: ") + what + " over devices " + devices_str(v.devices) + " of " + std::to_string(ranks()) +
-                " is not supported yet; collectives span every device of the strategy");
+graph::Attrs Boxing::over(const std::vector<int>& devices, graph::Attrs attrs) const {
+  attrs.set("ranks", static_cast<int64_t>(devices.size()));
+  if (static_cast<int>(devices.size()) < ranks()) attrs.set("group", std::vector<int64_t>(devices.begin(), devices.end()));
+  return attrs;
 }
 
 std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts) {
-  check_all_devices(parts[0], "an all-reduce");
   graph::Phase phase = parts[0].phase;
   for (const Located& p : parts) phase = std::max(phase, p.phase);
-  const graph::Attrs attrs{{"bucket", int64_t{next_bucket_++}}, {"mean", false}, {"bf16", bf16_}};
+  const graph::Attrs attrs = over(parts[0].devices, {{"bucket", int64_t{next_bucket_++}}, {"mean", false}, {"bf16", bf16_}});
   std::vector<Located> out;
   for (const Located& p : parts) out.push_back(like(p, Layout::replicated()));
   for (int d : parts[0].devices) {
@@ -96,6 +94,24 @@ std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts) {
 Located Boxing::copy(const Located& v) {
   Located r = like(v, v.layout);
   for (int d : v.devices) r.part[at(d)] = ops::scale(prepare(local_, d, v.phase), v.on(d), 1.0);
+  return r;
+}
+
+Located Boxing::pairwise(const Located& v, const std::vector<int>& devices) {
+  Located r{devices, v.layout, std::vector<Value>(v.part.size()), v.type, v.phase};
+  const TensorType global = v.type;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const int from = v.devices[i], to = devices[i];
+    if (from == to) {
+      r.part[at(to)] = v.on(from);
+      continue;
+    }
+    const TensorType part = v.layout.local(global, static_cast<int>(i));
+    const int64_t tag = next_tag_++;
+    prepare(local_, from, v.phase).add_multi("send", {v.on(from)}, {{"peer", int64_t{to}}, {"tag", tag}});
+    r.part[at(to)] = prepare(local_, to, v.phase)
+                         .add("recv", {}, {{"peer", int64_t{from}}, {"shape", part.shape.dims()}, {"dtype", int64_t(part.dtype)}, {"tag", tag}});
+  }
   return r;
 }
 
@@ -126,7 +142,6 @@ Located Boxing::slice(const Located& v, const Layout& want) {
 
 // Every device pads its block to the longest one, all-gathers, and keeps the real rows.
 Located Boxing::gather(const Located& v) {
-  check_all_devices(v, "an all-gather");
   if (v.layout.axis != 0) throw Error("internal: boxing gathers splits along axis 0 only, got " + v.layout.str());
   const std::vector<int64_t>& shares = v.layout.shares;
   const int64_t longest = *std::max_element(shares.begin(), shares.end());
@@ -137,7 +152,7 @@ Located Boxing::gather(const Located& v) {
     graph::Graph& g = prepare(local_, d, v.phase);
     Value mine = v.on(d);
     if (shares[p] < longest) mine = ops::concat(g, {mine, zero_rows(g, local, 0, longest - shares[p])}, 0);
-    Value all = g.add("all_gather", {mine}, {{"ranks", int64_t{ranks()}}});
+    Value all = g.add("all_gather", {mine}, over(v.devices));
     if (!v.layout.even()) {
       std::vector<Value> blocks;
       for (std::size_t q = 0; q < shares.size(); ++q)
@@ -150,9 +165,8 @@ Located Boxing::gather(const Located& v) {
 }
 
 Located Boxing::scatter(const Located& v, const Layout& want) {
-  check_all_devices(v, "a reduce-scatter");
   Located r = like(v, want);
-  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase).add("reduce_scatter", {v.on(d)}, {{"ranks", int64_t{ranks()}}});
+  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase).add("reduce_scatter", {v.on(d)}, over(v.devices));
   return r;
 }
 

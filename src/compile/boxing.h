@@ -35,11 +35,13 @@ class Boxing {
  private:
   Located within(const Located& v, const graph::Layout& want);
   Located transfer(const Located& v, const std::vector<int>& devices);  // replicated → other devices
+  Located pairwise(const Located& v, const std::vector<int>& devices);  // each part to its counterpart
   Located slice(const Located& v, const graph::Layout& want);            // replicated → split
   Located gather(const Located& v);                                      // even split → replicated
   Located scatter(const Located& v, const graph::Layout& want);          // partial → even split
   int ranks() const { return static_cast<int>(local_.size()); }
-  void check_all_devices(const Located& v, const char* what) const;
+  // A collective's attributes: its rank count, and the group when it spans fewer than all.
+  graph::Attrs over(const std::vector<int>& devices, graph::Attrs attrs = {}) const;
 
   std::vector<graph::Graph>& local_;
   bool bf16_;

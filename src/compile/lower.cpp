@@ -124,8 +124,9 @@ class Lowering {
     return true;
   }
 
-  // 2. Layouts. An input on other devices arrives replicated; the op's rule, if it has one and
-  // any input is not replicated, says what it needs; otherwise everything is replicated.
+  // 2. Layouts. An input from as many other devices keeps its layout (boxing moves each part to
+  // its counterpart), from another number of devices it arrives replicated; the op's rule, if it
+  // has one and any input is not replicated, says what it needs; otherwise all is replicated.
   void assign_layouts() {
     sig_.assign(at(g_.size()), {});
     for (int id = 0; id < g_.size(); ++id) {
@@ -135,7 +136,8 @@ class Lowering {
       std::vector<Layout> in;
       bool all_replicated = true;
       for (Value v : node.inputs) {
-        in.push_back(devices_[at(v.node)] == devices ? sig_[at(v.node)].out[at(v.index)] : Layout::replicated());
+        const bool counterparts = devices_[at(v.node)].size() == devices.size();
+        in.push_back(counterparts ? sig_[at(v.node)].out[at(v.index)] : Layout::replicated());
         all_replicated = all_replicated && in.back().is_replicated();
       }
       Signature s;
@@ -239,8 +241,7 @@ class Lowering {
       if (gi < 0) continue;
       const Value v = node.inputs[at(gi)];
       const Located& src = value_[at(v.node)][at(v.index)];
-      if (v.node >= first_update || !src.layout.is_partial() || src.devices != devices_[at(id)] ||
-          !sig_[at(id)].in[at(gi)].is_replicated() || static_cast<int>(src.devices.size()) != k_)
+      if (v.node >= first_update || !src.layout.is_partial() || src.devices != devices_[at(id)] || !sig_[at(id)].in[at(gi)].is_replicated())
         continue;
       if (std::find(grads.begin(), grads.end(), v) == grads.end()) grads.push_back(v);
     }
@@ -257,13 +258,18 @@ class Lowering {
       bucket.clear();
       bytes = 0;
     };
-    for (Value v : grads) {
-      const TensorType& t = g_.type(v);
-      if (!bucket.empty() && (bytes + t.bytes() > o_.bucket_bytes || g_.type(bucket.back()).dtype != t.dtype)) flush();
-      bucket.push_back(v);
-      bytes += t.bytes();
+    // Buckets hold gradients of one device group (a pipeline's stages have their own) and dtype.
+    std::map<std::vector<int>, std::vector<Value>> by_group;
+    for (Value v : grads) by_group[value_[at(v.node)][at(v.index)].devices].push_back(v);
+    for (const auto& [devices, group] : by_group) {
+      for (Value v : group) {
+        const TensorType& t = g_.type(v);
+        if (!bucket.empty() && (bytes + t.bytes() > o_.bucket_bytes || g_.type(bucket.back()).dtype != t.dtype)) flush();
+        bucket.push_back(v);
+        bytes += t.bytes();
+      }
+      flush();
     }
-    flush();
   }
 
   static std::string key(Value v, const std::vector<int>& devices, const Layout& layout) {

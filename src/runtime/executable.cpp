@@ -1,5 +1,6 @@
 #include "runtime/executable.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "comm/comm_context.h"
@@ -58,6 +59,7 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
     tracks.push_back(prog.device + " communication");
   }
   tracer_.set_track_names(tracks);
+  if (comm_) make_groups();
   for (std::size_t p = 0; p < plan_->programs.size(); ++p) {
     const compile::Program& prog = plan_->programs[p];
     const graph::Graph& g = prog.graph;
@@ -68,7 +70,11 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
     b->arena = device.allocate(prog.memory.arena_bytes);
     if (comm_) {
       b->comm_worker = std::make_unique<CommWorker>(prog.device, threads.communication, &tracer_, static_cast<int>(2 * p + 1));
-      b->comm = {comm_.get(), static_cast<int>(p), b->comm_worker.get(), {}};
+      b->comm = {comm_.get(), static_cast<int>(p), b->comm_worker.get(), {}, {}};
+      for (const auto& [ranks, group] : groups_) {
+        const auto at = std::find(ranks.begin(), ranks.end(), static_cast<int64_t>(p));
+        if (at != ranks.end()) b->comm.groups.push_back({ranks, group.get(), static_cast<int>(at - ranks.begin())});
+      }
     }
     const int micro_batches = prog.micro_batches();
     b->pointers.assign(static_cast<std::size_t>(micro_batches), std::vector<std::vector<void*>>(static_cast<std::size_t>(g.size())));
@@ -122,6 +128,27 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
     device_steps_.push_back([this, p] { run_guarded(static_cast<int>(p)); });
   }
   tickets_.resize(bound_.size());
+}
+
+// One communicator per group of ranks that some collective spans, shared by its members.
+void Executable::make_groups() {
+  for (const compile::Program& prog : plan_->programs)
+    for (int i = 0; i < prog.graph.size(); ++i) {
+      const graph::Node& n = prog.graph.node(i);
+      if (!n.attrs.has("group")) continue;
+      const std::vector<int64_t> ranks = n.attrs.ints("group");
+      if (!groups_.count(ranks)) groups_[ranks] = comm_->subgroup(ranks);
+    }
+}
+
+void Executable::abort_communication(const std::string& why) {
+  if (comm_) comm_->abort(why);
+  for (auto& [ranks, group] : groups_) group->abort(why);
+}
+
+void Executable::reset_communication() {
+  if (comm_) comm_->reset();
+  for (auto& [ranks, group] : groups_) group->reset();
 }
 
 Executable::~Executable() {
@@ -204,7 +231,7 @@ void Executable::run_guarded(int p) {
       std::lock_guard lock(error_mutex_);
       if (!root_error_) root_error_ = std::current_exception();
     }
-    if (comm_) comm_->abort(plan_->programs[static_cast<std::size_t>(p)].device + " failed: " + what);
+    abort_communication(plan_->programs[static_cast<std::size_t>(p)].device + " failed: " + what);
     throw;
   }
 }
@@ -243,7 +270,7 @@ void Executable::settle() {
                        " ms: " + running);
   for (auto& b : bound_)
     if (b->comm_worker) b->comm_worker->drain();
-  if (comm_) comm_->reset();
+  reset_communication();
   abandoned_ = false;
 }
 
@@ -259,7 +286,7 @@ void Executable::run() {
     // the stalled one return, and report what the stalled ones are doing.
     abandoned_ = true;
     const std::string what = "watchdog: the step did not finish within " + limit + ": " + running;
-    if (comm_) comm_->abort(what);
+    abort_communication(what);
     throw TimeoutError(what);
   }
   if (!first_error) return;
@@ -267,7 +294,7 @@ void Executable::run() {
   // communicator fails it at once), make the communicator usable again, report the cause.
   for (auto& b : bound_)
     if (b->comm_worker) b->comm_worker->drain();
-  if (comm_) comm_->reset();
+  reset_communication();
   if (root_error_) std::rethrow_exception(root_error_);
   std::rethrow_exception(first_error);
 }

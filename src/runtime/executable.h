@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,10 @@ class Executable {
   // Runs a program of a multi-device step; the first device to fail for a reason of its own
   // abandons the step for all of them, so nobody waits out a timeout for it.
   void run_guarded(int program);
+  void make_groups();
+  void abort_communication(const std::string& why);
+  void reset_communication();
+  std::map<std::vector<int64_t>, std::shared_ptr<distribute::comm::Communicator>> groups_;  // subsets' communicators
   std::mutex error_mutex_;
   std::exception_ptr root_error_;
   std::shared_ptr<const compile::Plan> plan_;

@@ -21,6 +21,18 @@ CommContext& comm_of(const KernelInit& k) {
   return *static_cast<CommContext*>(k.comm);
 }
 
+// Who a collective runs among: every rank, or the group its attribute names.
+struct Peers {
+  Communicator* communicator;
+  int rank;
+};
+Peers peers_of(const KernelInit& k) {
+  const CommContext& c = comm_of(k);
+  if (!k.node.attrs.has("group")) return {c.communicator, c.rank};
+  const auto& g = c.group(k.node.attrs.ints("group"));
+  return {g.communicator, g.rank};
+}
+
 // A bucket's gradients: one range when the memory planner laid them out back to back (padding
 // between them is reduced too, harmlessly), otherwise one all-reduce per gradient.
 KernelFn make_all_reduce_start(const KernelInit& k) {
@@ -46,8 +58,7 @@ KernelFn make_all_reduce_start(const KernelInit& k) {
   }
   const bool mean = k.node.attrs.b("mean");
   const Wire wire = k.node.attrs.b("bf16") ? Wire::BFloat16 : Wire::Native;
-  Communicator* comm = c.communicator;
-  const int rank = c.rank;
+  const auto [comm, rank] = peers_of(k);
   const auto bucket = static_cast<std::size_t>(k.node.attrs.i("bucket"));
   const std::string label = "all_reduce bucket " + std::to_string(bucket) + " (" + std::to_string(total / 1024) + " KB)";
   const int slot = c.queue->add_slot(
@@ -83,14 +94,14 @@ KernelFn run_on_queue(const KernelInit& k, std::function<void()> work, const std
   };
 }
 
-// A collective node's communication context, checked against the rank count it was built for.
-const CommContext& collective(const KernelInit& k, const char* op) {
-  const CommContext& c = comm_of(k);
+// A collective node's ranks, checked against the rank count it was built for.
+Peers collective(const KernelInit& k, const char* op) {
+  const Peers p = peers_of(k);
   const int64_t ranks = k.node.attrs.i("ranks");
-  if (ranks != c.communicator->size())
+  if (ranks != p.communicator->size())
     throw Error(std::string(op) + ": the node spans " + std::to_string(ranks) + " ranks, the communicator has " +
-                std::to_string(c.communicator->size()));
-  return c;
+                std::to_string(p.communicator->size()));
+  return p;
 }
 
 // A point-to-point node's peer: another rank of the communicator.
@@ -104,9 +115,7 @@ int peer_of(const KernelInit& k, const char* op) {
 }
 
 KernelFn make_all_gather(const KernelInit& k) {
-  const CommContext& c = collective(k, "all_gather");
-  Communicator* comm = c.communicator;
-  const int rank = c.rank;
+  const auto [comm, rank] = collective(k, "all_gather");
   const void* in = k.in[0];
   void* out = k.out[0];
   const auto count = static_cast<std::size_t>(k.in_types[0].shape.num_elements());
@@ -115,9 +124,7 @@ KernelFn make_all_gather(const KernelInit& k) {
 }
 
 KernelFn make_reduce_scatter(const KernelInit& k) {
-  const CommContext& c = collective(k, "reduce_scatter");
-  Communicator* comm = c.communicator;
-  const int rank = c.rank;
+  const auto [comm, rank] = collective(k, "reduce_scatter");
   const void* in = k.in[0];
   void* out = k.out[0];
   const auto count = static_cast<std::size_t>(k.out_type().shape.num_elements());
