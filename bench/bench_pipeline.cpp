@@ -39,7 +39,8 @@ Bubble measure(int64_t micro, dist::PipelineSchedule schedule, const tandem::Dat
   tandem::Sequential model({tl::InputLayer({kInputs}), tl::Dense(kWidth, "relu"), tl::Dense(kWidth, "relu"), tl::Dense(kWidth, "relu"),
                             tl::Dense(kWidth, "relu")});
   model.compile({.optimizer = "sgd", .loss = tandem::losses::MeanSquaredError(),
-                 .strategy = dist::Pipeline({"cpu:0", "cpu:1"}, {.micro_batches = micro, .schedule = schedule})});
+                 .strategy = dist::Pipeline({"cpu:0", "cpu:1"}, {.virtual_stages = schedule == dist::PipelineSchedule::Interleaved ? 2 : 1,
+                                                                 .micro_batches = micro, .schedule = schedule})});
   const std::string trace = "bench_pipeline_trace.json";
   model.fit(d, {.batch_size = kBatch, .shuffle = false, .verbose = 0, .trace_path = trace, .trace_step = step});
   std::ifstream in(trace);
@@ -85,11 +86,15 @@ int main() {
   const tandem::Dataset d{random(8 * kBatch, kInputs, 1), random(8 * kBatch, kWidth, 2)};
   std::printf("## Pipeline bubble, 2 stages (one core each), 4 × Dense(%lld), batch %lld\n\n", static_cast<long long>(kWidth),
               static_cast<long long>(kBatch));
-  std::printf("| schedule | micro-batches | step ms | idle stage 0 | idle stage 1 | theory (S−1)/(M+S−1) |\n|---|---:|---:|---:|---:|---:|\n");
-  for (auto schedule : {dist::PipelineSchedule::GPipe, dist::PipelineSchedule::OneFOneB})
+  std::printf("| schedule | micro-batches | step ms | idle stage 0 | idle stage 1 | theory |\n|---|---:|---:|---:|---:|---:|\n");
+  // Theory: (S−1)/(M+S−1), and (S−1)/(v·M+S−1) with v chunks per device (interleaved).
+  for (auto schedule : {dist::PipelineSchedule::GPipe, dist::PipelineSchedule::OneFOneB, dist::PipelineSchedule::Interleaved})
     for (int64_t micro : {1, 2, 4, 8}) {
+      const bool interleaved = schedule == dist::PipelineSchedule::Interleaved;
+      if (interleaved && micro % 2 != 0) continue;
       const Bubble b = median(micro, schedule, d);
-      std::printf("| %s | %lld | %.2f | %.2f | %.2f | %.2f |\n", schedule == dist::PipelineSchedule::GPipe ? "GPipe" : "1F1B",
-                  static_cast<long long>(micro), b.step_ms, b.idle[0], b.idle[1], 1.0 / double(micro + 1));
+      const char* name = schedule == dist::PipelineSchedule::GPipe ? "GPipe" : interleaved ? "interleaved, 2 chunks" : "1F1B";
+      std::printf("| %s | %lld | %.2f | %.2f | %.2f | %.2f |\n", name, static_cast<long long>(micro), b.step_ms, b.idle[0], b.idle[1],
+                  1.0 / double((interleaved ? 2 : 1) * micro + 1));
     }
 }

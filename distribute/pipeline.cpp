@@ -24,22 +24,32 @@ class PipelineStrategy : public Strategy {
       if (!seen.insert(name).second) throw ValueError("Pipeline: device '" + name + "' is listed twice");
       devices_.push_back(name);
     }
-    if (!options_.boundaries.empty() && options_.stages != 0 &&
-        options_.stages != static_cast<int64_t>(options_.boundaries.size()) + 1)
-      throw ValueError("Pipeline: " + std::to_string(options_.boundaries.size()) + " boundaries make " +
-                       std::to_string(options_.boundaries.size() + 1) + " stages, but stages = " + std::to_string(options_.stages));
-    stages_ = !options_.boundaries.empty() ? static_cast<int>(options_.boundaries.size()) + 1
-              : options_.stages > 0        ? static_cast<int>(options_.stages)
-                                           : static_cast<int>(devices_.size());
+    check_positive(options_.replicas, "replicas");
+    check_positive(options_.virtual_stages, "virtual_stages");
+    check_positive(options_.micro_batches, "micro_batches");
     if (options_.stages < 0) throw ValueError("Pipeline: stages must be >= 0, got " + std::to_string(options_.stages));
-    if (options_.replicas < 1) throw ValueError("Pipeline: replicas must be >= 1, got " + std::to_string(options_.replicas));
     replicas_ = static_cast<int>(options_.replicas);
-    if (options_.boundaries.empty() && options_.stages == 0) stages_ = static_cast<int>(devices_.size()) / replicas_;
+    chunks_ = static_cast<int>(options_.virtual_stages);
+    const bool interleaved = options_.schedule == PipelineSchedule::Interleaved;
+    if (interleaved != (chunks_ > 1))
+      throw ValueError(interleaved ? "Pipeline: the Interleaved schedule needs virtual_stages >= 2, got " + std::to_string(chunks_)
+                                   : "Pipeline: virtual_stages = " + std::to_string(chunks_) + " needs the Interleaved schedule");
+    const int given = static_cast<int>(options_.boundaries.size()) + 1;  // chunks the boundaries make
+    if (!options_.boundaries.empty() && given % chunks_ != 0)
+      throw ValueError("Pipeline: " + std::to_string(given - 1) + " boundaries make " + std::to_string(given) +
+                       " chunks, not a multiple of virtual_stages = " + std::to_string(chunks_));
+    stages_ = !options_.boundaries.empty() ? given / chunks_
+              : options_.stages > 0        ? static_cast<int>(options_.stages)
+                                           : static_cast<int>(devices_.size()) / replicas_;
+    if (!options_.boundaries.empty() && options_.stages != 0 && options_.stages != stages_)
+      throw ValueError("Pipeline: " + std::to_string(given - 1) + " boundaries make " + std::to_string(stages_) +
+                       " stages, but stages = " + std::to_string(options_.stages));
     if (stages_ < 1 || static_cast<int>(devices_.size()) != stages_ * replicas_)
       throw ValueError("Pipeline: " + std::to_string(stages_) + " stages × " + std::to_string(replicas_) + " replicas need " +
                        std::to_string(stages_ * replicas_) + " devices, got " + std::to_string(devices_.size()));
-    if (options_.micro_batches < 1)
-      throw ValueError("Pipeline: micro_batches must be >= 1, got " + std::to_string(options_.micro_batches));
+    if (interleaved && options_.micro_batches % stages_ != 0)
+      throw ValueError("Pipeline: the Interleaved schedule needs micro_batches to be a multiple of the " + std::to_string(stages_) +
+                       " stages, got " + std::to_string(options_.micro_batches));
     comm_ = std::make_shared<comm::InProcessCommunicator>(devices_);
     comm_->set_timeout(std::chrono::milliseconds(options_.timeout_ms));
   }
@@ -55,20 +65,25 @@ class PipelineStrategy : public Strategy {
   }
 
   compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
-    const std::map<std::string, int> stage_of = assign_stages(g, options_.boundaries, stages_);
-    const int stages = stages_, replicas = replicas_;
-    auto group = [replicas](int stage) {
+    const int stages = stages_, replicas = replicas_, chunks = chunks_, last = stages * chunks - 1;
+    const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages * chunks);
+    auto chunk = [chunk_of, last](const graph::Node& n) {
+      if (n.scope == "loss" || n.phase == graph::Phase::Metric) return last;
+      const auto it = chunk_of.find(n.scope);
+      return it == chunk_of.end() ? -1 : it->second;
+    };
+    auto group = [=](int c) {  // chunk c runs on stage c mod S, its replicas' devices
       std::vector<int> devices;
-      for (int r = 0; r < replicas; ++r) devices.push_back(stage * replicas + r);
+      for (int r = 0; r < replicas; ++r) devices.push_back(c % stages * replicas + r);
       return devices;
     };
     compile::LoweringOptions o;
     o.devices = devices_;
-    o.place = [stage_of, stages, group](const graph::Node& n) -> std::vector<int> {
-      if (n.scope == "loss" || n.phase == graph::Phase::Metric) return group(stages - 1);
-      if (auto it = stage_of.find(n.scope); it != stage_of.end()) return group(it->second);
-      return {};
+    o.place = [=](const graph::Node& n) {
+      const int c = chunk(n);
+      return c < 0 ? std::vector<int>{} : group(c);
     };
+    o.stage = chunk;
     o.feed_layout = [](const graph::Node& feed, int k) {  // the replicas of a stage split the rows
       const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
       if (rows < k)
@@ -77,19 +92,37 @@ class PipelineStrategy : public Strategy {
       return graph::Layout::even_split(0, rows, k);
     };
     o.micro_batches = micro_batches;
-    const bool gpipe = options_.schedule == PipelineSchedule::GPipe;
-    // 1F1B: stage s warms up with S − s − 1 forwards, so it holds at most S − s micro-batches.
-    o.in_flight = [=](int d) { return gpipe ? micro_batches : std::min(micro_batches, stages - d / replicas); };
-    if (!gpipe)
-      o.schedule = [=](const compile::Program& p, int d) { return compile::one_forward_one_backward(p, stages - d / replicas - 1); };
+    switch (options_.schedule) {
+      case PipelineSchedule::GPipe:
+        o.in_flight = [=](int) { return micro_batches; };
+        break;
+      case PipelineSchedule::OneFOneB:
+        // Stage s warms up with S − s − 1 forwards, so it holds at most S − s micro-batches.
+        o.in_flight = [=](int d) { return std::min(micro_batches, stages - d / replicas); };
+        o.schedule = [=](const compile::Program& p, int d) { return compile::one_forward_one_backward(p, stages - d / replicas - 1); };
+        break;
+      case PipelineSchedule::Interleaved:
+        // A partial batch's micro-batches may not be a multiple of the stages: those steps run GPipe.
+        o.in_flight = [=](int) { return micro_batches; };
+        if (micro_batches % stages == 0)
+          o.schedule = [=](const compile::Program& p, int d) {
+            return compile::interleaved_one_forward_one_backward(p, stages, d / replicas, chunks);
+          };
+        break;
+    }
     return compile::lower(g, fetches, o);
   }
 
  private:
+  static void check_positive(int64_t v, const char* name) {
+    if (v < 1) throw ValueError(std::string("Pipeline: ") + name + " must be >= 1, got " + std::to_string(v));
+  }
+
   std::vector<std::string> devices_;
   PipelineOptions options_;
   int stages_ = 1;
   int replicas_ = 1;
+  int chunks_ = 1;  // per device
   std::shared_ptr<comm::InProcessCommunicator> comm_;
 };
 }  // namespace

@@ -41,14 +41,19 @@ enum class PipelineSchedule {
   GPipe,     // every micro-batch's forward, then every backward: M micro-batches in flight
   OneFOneB,  // PipeDream-flush: after a warm-up, one forward and one backward in turn; stage s of S
              // holds at most S − s micro-batches
+  Interleaved,  // Megatron's interleaved 1F1B: each device holds virtual_stages chunks of layers
+                // (chunk c on device c mod S), which shrinks the bubble by that factor; the
+                // micro-batches must be a multiple of the devices per replica
 };
 
 struct PipelineOptions {
   // The first layer of each stage after the first, by name ({"dense_2"}: two stages, the second
   // from layer dense_2 on). Empty: `stages` stages (0: one per device) cut where the estimated
-  // cost of forward and backward (their FLOPs) balances.
+  // cost of forward and backward (their FLOPs) balances. With virtual_stages = v the model is
+  // cut into stages · v chunks (boundaries then name the first layer of each chunk after the first).
   std::vector<std::string> boundaries;
   int64_t stages = 0;
+  int64_t virtual_stages = 1;  // chunks per device, for the Interleaved schedule
   // Each batch is cut into this many micro-batches; the gradients of all of them make one update,
   // the same as the whole batch's. The batch size must divide by it (an epoch's last, partial
   // batch uses the largest count below that divides its rows).

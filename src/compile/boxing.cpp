@@ -14,16 +14,17 @@ using graph::Value;
 
 std::size_t at(int i) { return static_cast<std::size_t>(i); }
 
-// The graph of device d, ready for boxing nodes of `phase`.
-graph::Graph& prepare(std::vector<graph::Graph>& local, int d, graph::Phase phase) {
+// The graph of device d, ready for boxing nodes of `phase` in pipeline chunk `stage`.
+graph::Graph& prepare(std::vector<graph::Graph>& local, int d, graph::Phase phase, int stage) {
   graph::Graph& g = local[at(d)];
   g.scope = "boxing";
   g.phase = phase;
+  g.stage = stage;
   return g;
 }
 
 Located like(const Located& v, Layout layout) {
-  Located r{v.devices, std::move(layout), std::vector<Value>(v.part.size()), v.type, v.phase};
+  Located r{v.devices, std::move(layout), std::vector<Value>(v.part.size()), v.type, v.phase, v.stage};
   return r;
 }
 
@@ -35,13 +36,13 @@ Value zero_rows(graph::Graph& g, const TensorType& type, int axis, int64_t rows)
 
 }  // namespace
 
-Located Boxing::convert(const Located& v, const std::vector<int>& devices, const Layout& want) {
+Located Boxing::convert(const Located& v, const std::vector<int>& devices, const Layout& want, int stage) {
   if (v.devices == devices) return within(v, want);
   // Between groups of one size (a pipeline's stages over replicas) each part goes to its
   // counterpart: device i of the one group sends its block, or its partial sum, to device i of
   // the other.
-  if (v.devices.size() == devices.size()) return within(pairwise(v, devices), want);
-  return within(transfer(within(v, Layout::replicated()), devices), want);
+  if (v.devices.size() == devices.size()) return within(pairwise(v, devices, stage), want);
+  return within(transfer(within(v, Layout::replicated()), devices, stage), want);
 }
 
 Located Boxing::within(const Located& v, const Layout& want) {
@@ -79,7 +80,7 @@ std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts) {
   std::vector<Located> out;
   for (const Located& p : parts) out.push_back(like(p, Layout::replicated()));
   for (int d : parts[0].devices) {
-    graph::Graph& g = prepare(local_, d, phase);
+    graph::Graph& g = prepare(local_, d, phase, parts[0].stage);
     std::vector<Value> in;
     for (const Located& p : parts) in.push_back(p.on(d));
     g.add_multi("all_reduce_start", in, attrs);
@@ -93,12 +94,12 @@ std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts) {
 
 Located Boxing::copy(const Located& v) {
   Located r = like(v, v.layout);
-  for (int d : v.devices) r.part[at(d)] = ops::scale(prepare(local_, d, v.phase), v.on(d), 1.0);
+  for (int d : v.devices) r.part[at(d)] = ops::scale(prepare(local_, d, v.phase, v.stage), v.on(d), 1.0);
   return r;
 }
 
-Located Boxing::pairwise(const Located& v, const std::vector<int>& devices) {
-  Located r{devices, v.layout, std::vector<Value>(v.part.size()), v.type, v.phase};
+Located Boxing::pairwise(const Located& v, const std::vector<int>& devices, int stage) {
+  Located r{devices, v.layout, std::vector<Value>(v.part.size()), v.type, v.phase, stage};
   const TensorType global = v.type;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const int from = v.devices[i], to = devices[i];
@@ -108,15 +109,15 @@ Located Boxing::pairwise(const Located& v, const std::vector<int>& devices) {
     }
     const TensorType part = v.layout.local(global, static_cast<int>(i));
     const int64_t tag = next_tag_++;
-    prepare(local_, from, v.phase).add_multi("send", {v.on(from)}, {{"peer", int64_t{to}}, {"tag", tag}});
-    r.part[at(to)] = prepare(local_, to, v.phase)
+    prepare(local_, from, v.phase, v.stage).add_multi("send", {v.on(from)}, {{"peer", int64_t{to}}, {"tag", tag}});
+    r.part[at(to)] = prepare(local_, to, v.phase, stage)
                          .add("recv", {}, {{"peer", int64_t{from}}, {"shape", part.shape.dims()}, {"dtype", int64_t(part.dtype)}, {"tag", tag}});
   }
   return r;
 }
 
-Located Boxing::transfer(const Located& v, const std::vector<int>& devices) {
-  Located r{devices, Layout::replicated(), std::vector<Value>(v.part.size()), v.type, v.phase};
+Located Boxing::transfer(const Located& v, const std::vector<int>& devices, int stage) {
+  Located r{devices, Layout::replicated(), std::vector<Value>(v.part.size()), v.type, v.phase, stage};
   const int from = v.devices.front();
   for (int d : devices) {
     if (std::find(v.devices.begin(), v.devices.end(), d) != v.devices.end()) {
@@ -124,8 +125,8 @@ Located Boxing::transfer(const Located& v, const std::vector<int>& devices) {
       continue;
     }
     const int64_t tag = next_tag_++;  // each transfer its own: programs may reach them in other orders
-    prepare(local_, from, v.phase).add_multi("send", {v.on(from)}, {{"peer", int64_t{d}}, {"tag", tag}});
-    r.part[at(d)] = prepare(local_, d, v.phase)
+    prepare(local_, from, v.phase, v.stage).add_multi("send", {v.on(from)}, {{"peer", int64_t{d}}, {"tag", tag}});
+    r.part[at(d)] = prepare(local_, d, v.phase, stage)
                         .add("recv", {}, {{"peer", int64_t{from}}, {"shape", v.type.shape.dims()}, {"dtype", int64_t(v.type.dtype)}, {"tag", tag}});
   }
   return r;
@@ -135,7 +136,7 @@ Located Boxing::slice(const Located& v, const Layout& want) {
   Located r = like(v, want);
   for (std::size_t p = 0; p < v.devices.size(); ++p) {
     const int d = v.devices[p];
-    r.part[at(d)] = ops::slice(prepare(local_, d, v.phase), v.on(d), want.axis, want.offset(static_cast<int>(p)), want.shares[p]);
+    r.part[at(d)] = ops::slice(prepare(local_, d, v.phase, v.stage), v.on(d), want.axis, want.offset(static_cast<int>(p)), want.shares[p]);
   }
   return r;
 }
@@ -149,7 +150,7 @@ Located Boxing::gather(const Located& v) {
   Located r = like(v, Layout::replicated());
   for (std::size_t p = 0; p < v.devices.size(); ++p) {
     const int d = v.devices[p];
-    graph::Graph& g = prepare(local_, d, v.phase);
+    graph::Graph& g = prepare(local_, d, v.phase, v.stage);
     Value mine = v.on(d);
     if (shares[p] < longest) mine = ops::concat(g, {mine, zero_rows(g, local, 0, longest - shares[p])}, 0);
     Value all = g.add("all_gather", {mine}, over(v.devices));
@@ -166,7 +167,7 @@ Located Boxing::gather(const Located& v) {
 
 Located Boxing::scatter(const Located& v, const Layout& want) {
   Located r = like(v, want);
-  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase).add("reduce_scatter", {v.on(d)}, over(v.devices));
+  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase, v.stage).add("reduce_scatter", {v.on(d)}, over(v.devices));
   return r;
 }
 

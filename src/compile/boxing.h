@@ -19,14 +19,15 @@ struct Located {
   std::vector<graph::Value> part; // per device index (invalid where the device has none)
   TensorType type;                // the global value's type
   graph::Phase phase = graph::Phase::Forward;
+  int stage = 0;  // the pipeline chunk whose blocks hold the nodes that work on it
   graph::Value on(int device) const { return part[static_cast<std::size_t>(device)]; }
 };
 
 class Boxing {
  public:
   Boxing(std::vector<graph::Graph>& local, bool all_reduce_bf16) : local_(local), bf16_(all_reduce_bf16) {}
-  // `v` as `want` on `devices`.
-  Located convert(const Located& v, const std::vector<int>& devices, const graph::Layout& want);
+  // `v` as `want` on `devices`, for a reader in pipeline chunk `stage` (where a transfer lands).
+  Located convert(const Located& v, const std::vector<int>& devices, const graph::Layout& want, int stage);
   // Sums partial values over their (common) devices in one all-reduce: a bucket.
   std::vector<Located> all_reduce(const std::vector<Located>& parts);
   // A copy of `v` in a buffer of its own (an all-reduce works in place).
@@ -34,8 +35,8 @@ class Boxing {
 
  private:
   Located within(const Located& v, const graph::Layout& want);
-  Located transfer(const Located& v, const std::vector<int>& devices);  // replicated → other devices
-  Located pairwise(const Located& v, const std::vector<int>& devices);  // each part to its counterpart
+  Located transfer(const Located& v, const std::vector<int>& devices, int stage);  // replicated → other devices
+  Located pairwise(const Located& v, const std::vector<int>& devices, int stage);  // each part to its counterpart
   Located slice(const Located& v, const graph::Layout& want);            // replicated → split
   Located gather(const Located& v);                                      // even split → replicated
   Located scatter(const Located& v, const graph::Layout& want);          // partial → even split

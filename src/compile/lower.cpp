@@ -37,6 +37,7 @@ class Lowering {
   Plan run() {
     if (k_ < 1) throw Error("internal: lowering for no devices");
     place();
+    assign_stages();
     assign_layouts();
     emit();
     return programs();
@@ -124,6 +125,30 @@ class Lowering {
     return true;
   }
 
+  // Pipeline chunks: the strategy's, else the latest of the inputs'; sources get theirs per
+  // device when emitted (their first reader's there).
+  void assign_stages() {
+    stage_.assign(at(g_.size()), -1);
+    for (int id = 0; id < g_.size(); ++id) {
+      const graph::Node& node = g_.node(id);
+      if (o_.stage) stage_[at(id)] = o_.stage(node);
+      if (stage_[at(id)] >= 0 || is_source(node)) continue;
+      int s = 0;
+      for (Value in : node.inputs) s = std::max(s, stage_[at(in.node)]);
+      stage_[at(id)] = s;
+    }
+  }
+
+  int stage_on(int id, int device) const {
+    if (stage_[at(id)] >= 0) return stage_[at(id)];
+    int s = -1;
+    for (auto [user, input] : users_[at(id)]) {
+      const auto& d = devices_[at(user)];
+      if (std::find(d.begin(), d.end(), device) != d.end() && (s < 0 || stage_[at(user)] < s)) s = stage_[at(user)];
+    }
+    return std::max(s, 0);
+  }
+
   // 2. Layouts. An input from as many other devices keeps its layout (boxing moves each part to
   // its counterpart), from another number of devices it arrives replicated; the op's rule, if it
   // has one and any input is not replicated, says what it needs; otherwise all is replicated.
@@ -176,8 +201,9 @@ class Lowering {
         reduced = true;
       }
       std::vector<Located> ins;
+      const int reader_stage = std::max(0, stage_[at(id)]);
       for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-        ins.push_back(convert(node.inputs[i], devices_[at(id)], sig_[at(id)].in[i]));
+        ins.push_back(convert(node.inputs[i], devices_[at(id)], sig_[at(id)].in[i], reader_stage));
         const Located& own = value_[at(node.inputs[i].node)][at(node.inputs[i].index)];
         if (writes(node, static_cast<int>(i)) && ins.back().part != own.part)
           throw Error("internal: lowering " + where(node) + ": the variable it writes (input " + std::to_string(i) + ", '" +
@@ -193,13 +219,14 @@ class Lowering {
     const Signature& s = sig_[at(id)];
     auto& out = value_[at(id)];
     for (std::size_t o = 0; o < node.outputs.size(); ++o)
-      out.push_back({devices, s.out[o], std::vector<Value>(at(k_)), node.outputs[o], node.phase});
+      out.push_back({devices, s.out[o], std::vector<Value>(at(k_)), node.outputs[o], node.phase, stage_on(id, devices.front())});
     for (std::size_t p = 0; p < devices.size(); ++p) {
       const int d = devices[p];
       const int position = static_cast<int>(p);
       graph::Graph& lg = local_[at(d)];
       lg.scope = node.scope;
       lg.phase = node.phase;
+      lg.stage = stage_on(id, d);
       std::vector<Value> outs;
       try {
         if (node.def->source == ops::Source::Feed) {
@@ -258,9 +285,10 @@ class Lowering {
       bucket.clear();
       bytes = 0;
     };
-    // Buckets hold gradients of one device group (a pipeline's stages have their own) and dtype.
-    std::map<std::vector<int>, std::vector<Value>> by_group;
-    for (Value v : grads) by_group[value_[at(v.node)][at(v.index)].devices].push_back(v);
+    // Buckets hold gradients of one device group (a pipeline's stages have their own), one
+    // pipeline chunk, and one dtype.
+    std::map<std::pair<std::vector<int>, int>, std::vector<Value>> by_group;
+    for (Value v : grads) by_group[{value_[at(v.node)][at(v.index)].devices, value_[at(v.node)][at(v.index)].stage}].push_back(v);
     for (const auto& [devices, group] : by_group) {
       for (Value v : group) {
         const TensorType& t = g_.type(v);
@@ -282,13 +310,13 @@ class Lowering {
     return demands_[{v.node, v.index}].size() > 1 ? boxing_.copy(src) : src;
   }
 
-  Located convert(Value v, const std::vector<int>& devices, const Layout& want) {
+  Located convert(Value v, const std::vector<int>& devices, const Layout& want, int reader_stage) {
     const Located& src = value_[at(v.node)][at(v.index)];
     if (src.devices == devices && src.layout == want) return src;
     const std::string k = key(v, devices, want);
     if (auto it = converted_.find(k); it != converted_.end()) return it->second;
     const Located from = src.layout.is_partial() && !want.is_partial() ? unshared(v) : src;
-    return converted_[k] = boxing_.convert(from, devices, want);
+    return converted_[k] = boxing_.convert(from, devices, want, reader_stage);
   }
 
   Plan programs() {
@@ -326,6 +354,7 @@ class Lowering {
   std::vector<std::vector<int>> devices_;                    // per node
   std::vector<std::vector<std::pair<int, int>>> users_;      // per node: (reader, input index)
   std::vector<Signature> sig_;                               // per node
+  std::vector<int> stage_;                                   // per node (-1: a source, per device)
   std::map<std::pair<int, int>, std::set<std::string>> demands_;  // per value: what its readers need
   std::vector<std::vector<Located>> value_;                  // per node, per output
   std::vector<std::vector<int>> local_node_;                 // per node, per device

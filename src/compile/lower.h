@@ -18,6 +18,9 @@ struct LoweringOptions {
   // The devices (indices into `devices`) that run a node; empty: the pass decides (a node
   // follows its first placed input, a variable or feed its readers, an update its variable).
   std::function<std::vector<int>(const graph::Node&)> place;
+  // The pipeline chunk of a node (its blocks are cut per chunk, so a schedule can interleave
+  // them); empty or -1: after its inputs' chunks, a source with its first reader's.
+  std::function<int(const graph::Node&)> stage;
   // How a feed lies over its devices; empty: replicated.
   std::function<graph::Layout(const graph::Node& feed, int devices)> feed_layout;
   // Gradients summed across devices travel in buckets of about this many bytes, each started as

@@ -41,9 +41,12 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
       users[static_cast<std::size_t>(d)].push_back(id);
     }
   }
+  // Within a phase, a pipeline's chunks (Node::stage) stay together: forward in chunk order,
+  // backward in reverse, as the gradients flow.
   auto key = [&](int id) {
     const graph::Node& node = g.node(id);
-    return std::tuple<bool, int, int>(!node.def->eager, static_cast<int>(node.phase), id);
+    const int chunk = node.phase == graph::Phase::Backward ? -node.stage : node.stage;
+    return std::tuple<bool, int, int, int>(!node.def->eager, static_cast<int>(node.phase), chunk, id);
   };
   auto later = [&](int a, int b) { return key(a) > key(b); };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
@@ -83,60 +86,11 @@ Program single_program(const std::string& device, graph::Graph g, const std::vec
   return p;
 }
 
-std::vector<Action> run_all_blocks(const Program& p) {
-  const int m = p.micro_batches(), in_flight = p.memory.in_flight;
-  const auto blocks = static_cast<int>(p.blocks.size());
-  std::vector<Action> actions;
-  auto add = [&](auto keep, int micro) {
-    for (int b = 0; b < blocks; ++b)
-      if (keep(p.blocks[static_cast<std::size_t>(b)])) actions.push_back({b, micro});
-  };
-  auto forward = [](const Block& b) { return b.per_micro_batch() && b.phase != graph::Phase::Backward; };
-  auto backward = [](const Block& b) { return b.phase == graph::Phase::Backward; };
-  auto per_micro = [](const Block& b) { return b.per_micro_batch(); };
-  auto update = [](const Block& b) { return !b.per_micro_batch(); };
-  if (m == 1 || in_flight == 1) {
-    for (int j = 0; j < m; ++j) add(per_micro, j);
-  } else if (in_flight == m) {
-    // Every forward block must come before every backward one, or the reordering would break
-    // a dependency.
-    for (int b = 1; b < blocks; ++b)
-      if (backward(p.blocks[static_cast<std::size_t>(b - 1)]) && forward(p.blocks[static_cast<std::size_t>(b)]))
-        throw Error("internal: " + p.device + "'s blocks interleave forward and backward; all micro-batches cannot be in flight");
-    for (int j = 0; j < m; ++j) add(forward, j);
-    for (int j = 0; j < m; ++j) add(backward, j);
-  } else {
-    throw Error("internal: a schedule for " + std::to_string(in_flight) + " of " + std::to_string(m) + " micro-batches in flight");
-  }
-  add(update, m - 1);
-  return actions;
-}
-
-std::vector<Action> one_forward_one_backward(const Program& p, int warmup) {
-  const int m = p.micro_batches();
-  std::vector<Action> actions;
-  auto add = [&](bool backward, int micro) {
-    for (std::size_t b = 0; b < p.blocks.size(); ++b) {
-      const Block& block = p.blocks[b];
-      if (block.per_micro_batch() && (block.phase == graph::Phase::Backward) == backward)
-        actions.push_back({static_cast<int>(b), micro});
-    }
-  };
-  warmup = std::min(warmup, m);
-  for (int j = 0; j < warmup; ++j) add(false, j);
-  for (int j = 0; j < m; ++j) {
-    if (warmup + j < m) add(false, warmup + j);
-    add(true, j);
-  }
-  for (std::size_t b = 0; b < p.blocks.size(); ++b)
-    if (!p.blocks[b].per_micro_batch()) actions.push_back({static_cast<int>(b), m - 1});
-  return actions;
-}
-
 std::vector<Block> blocks_by_phase(const graph::Graph& g, const std::vector<int>& order) {
   std::vector<Block> blocks;
   for (int n : order) {
-    if (blocks.empty() || blocks.back().phase != g.node(n).phase) blocks.push_back({g.node(n).phase, {}});
+    const graph::Node& node = g.node(n);
+    if (blocks.empty() || blocks.back().phase != node.phase || blocks.back().stage != node.stage) blocks.push_back({node.phase, {}, node.stage});
     blocks.back().nodes.push_back(n);
   }
   return blocks;

@@ -37,6 +37,7 @@ struct MemoryPlan {
 struct Block {
   graph::Phase phase;
   std::vector<int> nodes;  // in execution order
+  int stage = 0;           // the pipeline chunk of its nodes
   bool per_micro_batch() const { return phase != graph::Phase::Update; }
 };
 
@@ -89,10 +90,14 @@ std::vector<Action> run_all_blocks(const Program& p);
 // 1F1B (PipeDream-flush): `warmup` micro-batches' forwards, then one forward and one backward in
 // turn, then the remaining backwards: at most warmup + 1 micro-batches in flight.
 std::vector<Action> one_forward_one_backward(const Program& p, int warmup);
+// Megatron's interleaved 1F1B for device `device` of `stages`, holding the chunks device,
+// device + stages, ... (block.stage): forwards walk the chunks up in groups of `stages`
+// micro-batches, backwards walk them down; warm-up (stages − device − 1)·2 + (chunks − 1)·stages.
+std::vector<Action> interleaved_one_forward_one_backward(const Program& p, int stages, int device, int chunks);
 
 // The nodes needed for `fetches` and every side-effecting node, ordered by (phase, creation).
 std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph::Value>& fetches);
-// Cuts an execution order into one block per phase.
+// Cuts an execution order into one block per phase (and pipeline chunk).
 std::vector<Block> blocks_by_phase(const graph::Graph& g, const std::vector<int>& order);
 // Gives every intermediate an arena offset by liveness along `order`; fetched values stay live
 // to the end; reshapes share their input's buffer.

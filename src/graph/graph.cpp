@@ -23,6 +23,7 @@ std::vector<Value> Graph::add_multi(const std::string& op, std::vector<Value> in
   n.attrs = std::move(attrs);
   n.scope = scope;
   n.phase = phase;
+  n.stage = stage;
   const int id = size();
   nodes_.push_back(std::move(n));
   std::vector<Value> out;

@@ -33,6 +33,7 @@ struct Node {
   std::string scope;        // the layer that emitted it: for errors, summaries and weight paths
   std::vector<int> after;   // control dependencies: nodes that must run first
   std::string device;  // the device whose program holds it (set when a Program is made)
+  int stage = 0;       // the pipeline chunk it belongs to (its blocks are cut per chunk)
   Phase phase = Phase::Forward;
 };
 
@@ -66,6 +67,7 @@ class Graph {
 
   std::string scope;            // applied to nodes added from now on
   Phase phase = Phase::Forward;
+  int stage = 0;
 
  private:
   std::vector<Node> nodes_;
