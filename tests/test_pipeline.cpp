@@ -250,7 +250,7 @@ TEST_CASE("pipeline: a skip connection from the first stage to the last travels 
   }
 }
 
-TEST_CASE("pipeline: 1F1B holds at most S − s micro-batches on stage s, GPipe all M; the difference is whole activation slots") {
+TEST_CASE("pipeline: 1F1B holds at most S − s micro-batches on stage s and GPipe all M, which differ by whole activation slots") {
   const LayeredGraph lg({{"a", 64}, {"b", 64}, {"c", 64}, {"d", 8}}, 16, 32);
   const int micro = 8, stages = 4;
   const tandem::compile::Plan gpipe = dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = dist::PipelineSchedule::GPipe})->lower(lg.g, lg.fetches, micro);
