@@ -20,6 +20,7 @@
 #include "random_values.h"
 #include "runtime/executable.h"
 #include "runtime/variable_homes.h"
+#include "strategy_helpers.h"
 
 namespace compile = tandem::compile;
 namespace graph = tandem::graph;
@@ -30,12 +31,6 @@ using tandem::Shape;
 using tandem::VariablePtr;
 
 namespace {
-std::vector<std::string> cpus(int k) {
-  std::vector<std::string> d;
-  for (int i = 0; i < k; ++i) d.push_back("cpu:" + std::to_string(i));
-  return d;
-}
-
 // A global graph lowered over cpu:0..k-1 and bound; inputs are written and fetches read as the
 // plan lays them out (each program its rows of a split feed; partial fetches summed, splits
 // concatenated).

@@ -11,6 +11,7 @@
 
 #include "distribute/comm/inprocess.h"
 #include "distribute/strategy.h"
+#include "strategy_helpers.h"
 
 namespace tl = tandem::layers;
 namespace dist = tandem::distribute;
@@ -23,25 +24,6 @@ void on_ranks(int k, F fn) {
   std::vector<std::thread> threads;
   for (int r = 0; r < k; ++r) threads.emplace_back([&, r] { fn(r); });
   for (auto& t : threads) t.join();
-}
-
-std::vector<std::string> cpus(int k) {
-  std::vector<std::string> d;
-  for (int i = 0; i < k; ++i) d.push_back("cpu:" + std::to_string(i));
-  return d;
-}
-
-tandem::Dataset blobs(int64_t rows, int64_t features, int classes) {
-  std::mt19937_64 gen(11);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<std::size_t>(rows * features));
-  std::vector<int32_t> y(static_cast<std::size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(r % classes);
-    for (int64_t f = 0; f < features; ++f)
-      x[static_cast<std::size_t>(r * features + f)] = normal(gen) + (f % classes == r % classes ? 1.5f : 0.0f);
-  }
-  return {Tensor::from({rows, features}, std::span<const float>(x)), Tensor::from({rows}, std::span<const int32_t>(y))};
 }
 
 // Five training steps of an MLP (optionally with dropout) under a strategy, from seed 3.
@@ -78,20 +60,6 @@ std::vector<Tensor> cnn_after_five_steps(dist::StrategyPtr strategy, bool dropou
   return model.get_weights();
 }
 
-// Per weight tensor, the largest elementwise difference relative to the tensor's largest value;
-// the worst over tensors. (Elementwise relative error is meaningless for weights near zero.)
-double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    double diff = 0, scale = 1e-12;
-    for (int64_t j = 0; j < a[i].size(); ++j) {
-      diff = std::max(diff, std::abs(a[i].item(j) - b[i].item(j)));
-      scale = std::max(scale, std::abs(b[i].item(j)));
-    }
-    worst = std::max(worst, diff / scale);
-  }
-  return worst;
-}
 }  // namespace
 
 TEST_CASE("mirrored: ring all-reduce sums exactly and equally on every rank") {

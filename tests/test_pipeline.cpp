@@ -11,6 +11,7 @@
 #include "autodiff/autodiff.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
+#include "strategy_helpers.h"
 #include "ops/ops.h"
 
 namespace tl = tandem::layers;
@@ -20,40 +21,9 @@ namespace ops = tandem::ops;
 using tandem::Tensor;
 
 namespace {
-std::vector<std::string> cpus(int k) {
-  std::vector<std::string> d;
-  for (int i = 0; i < k; ++i) d.push_back("cpu:" + std::to_string(i));
-  return d;
-}
-
-tandem::Dataset blobs(int64_t rows, int64_t features, int classes) {
-  std::mt19937_64 gen(11);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<std::size_t>(rows * features));
-  std::vector<int32_t> y(static_cast<std::size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(r % classes);
-    for (int64_t f = 0; f < features; ++f)
-      x[static_cast<std::size_t>(r * features + f)] = normal(gen) + (f % classes == r % classes ? 1.5f : 0.0f);
-  }
-  return {Tensor::from({rows, features}, std::span<const float>(x)), Tensor::from({rows}, std::span<const int32_t>(y))};
-}
-
-// Per weight tensor, the largest elementwise difference relative to the tensor's largest value
-// (at least 1e-3: attention's key bias has a zero gradient, so it stays at rounding noise, 1e-9,
-// in either strategy); the worst over tensors.
-double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    double diff = 0, scale = 1e-3;
-    for (int64_t j = 0; j < a[i].size(); ++j) {
-      diff = std::max(diff, std::abs(a[i].item(j) - b[i].item(j)));
-      scale = std::max(scale, std::abs(b[i].item(j)));
-    }
-    worst = std::max(worst, diff / scale);
-  }
-  return worst;
-}
+// Weights apart relative to each tensor's largest value, at least 1e-3: attention's key bias has
+// a zero gradient, so it stays at rounding noise (1e-9) in either strategy.
+double weights_apart(const std::vector<Tensor>& a, const std::vector<Tensor>& b) { return max_relative_difference(a, b, 1e-3); }
 
 enum class Net { Mlp, Cnn, Skip, Deep };
 
@@ -135,7 +105,7 @@ TEST_CASE("pipeline: 2 and 4 stages, 1 to 8 micro-batches, GPipe and 1F1B end fi
           INFO((net == Net::Mlp ? "MLP" : "CNN") << ", " << stages << " stages, " << micro << " micro-batches, "
                                                   << (schedule == dist::PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
           const auto weights = five_steps(net, dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = schedule}));
-          CHECK(max_relative_difference(weights, reference) <= 1e-5);
+          CHECK(weights_apart(weights, reference) <= 1e-5);
         }
   }
 }
@@ -152,7 +122,7 @@ TEST_CASE("pipeline: the interleaved schedule, 2 chunks per device on 2 and 4 de
     const std::vector<Tensor> reference = five_steps(c.net, dist::Default());
     const auto weights = five_steps(
         c.net, dist::Pipeline(cpus(c.stages), {.virtual_stages = 2, .micro_batches = c.micro, .schedule = dist::PipelineSchedule::Interleaved}));
-    CHECK(max_relative_difference(weights, reference) <= 1e-5);
+    CHECK(weights_apart(weights, reference) <= 1e-5);
   }
   // Device 0 of 2 with chunks 0 and 2, 4 micro-batches: Megatron's order, (S − 1)·2 + (v − 1)·S
   // = 4 forwards first.
@@ -178,7 +148,7 @@ TEST_CASE("pipeline: 2 stages × 2 replicas split each micro-batch's rows and al
       for (auto schedule : {dist::PipelineSchedule::GPipe, dist::PipelineSchedule::OneFOneB}) {
         INFO((net == Net::Mlp ? "MLP" : "CNN") << ", " << micro << " micro-batches, " << (schedule == dist::PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
         const auto weights = five_steps(net, dist::Pipeline(cpus(4), {.micro_batches = micro, .schedule = schedule, .replicas = 2}));
-        CHECK(max_relative_difference(weights, reference) <= 1e-5);
+        CHECK(weights_apart(weights, reference) <= 1e-5);
       }
   }
 }
@@ -236,7 +206,7 @@ TEST_CASE("pipeline: the Transformer example's model (residual connections acros
     for (int64_t micro : {1, 4})
       for (auto schedule : {dist::PipelineSchedule::GPipe, dist::PipelineSchedule::OneFOneB}) {
         INFO(stages << " stages, " << micro << " micro-batches, " << (schedule == dist::PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
-        CHECK(max_relative_difference(train(dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = schedule})), reference) <= 1e-5);
+        CHECK(weights_apart(train(dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = schedule})), reference) <= 1e-5);
       }
 }
 
@@ -246,7 +216,7 @@ TEST_CASE("pipeline: a skip connection from the first stage to the last travels 
     INFO(micro << " micro-batches");
     // Stages: dense (the skip's source) | dense_1 | dense_2, add, dense_3.
     const auto weights = five_steps(Net::Skip, dist::Pipeline(cpus(3), {.micro_batches = micro}));
-    CHECK(max_relative_difference(weights, reference) <= 1e-5);
+    CHECK(weights_apart(weights, reference) <= 1e-5);
   }
 }
 
