@@ -80,10 +80,25 @@ Bubble median(int64_t micro, dist::PipelineSchedule schedule, const tandem::Data
   m.step_ms = mid([](const Bubble& b) { return b.step_ms; });
   return m;
 }
+
+// `--trace PATH`: writes the trace of one step of 4 stages, 1F1B, 8 micro-batches (the picture
+// in docs/distributed.md is scripts/trace-to-svg.py of it).
+int write_trace(const std::string& path, const tandem::Dataset& d) {
+  tandem::set_random_seed(0);
+  std::vector<tandem::LayerRef> layers{tl::InputLayer({kInputs})};
+  for (int i = 0; i < 8; ++i) layers.push_back(tl::Dense(kWidth, "relu"));
+  tandem::Sequential model(layers);
+  model.compile({.optimizer = "sgd", .loss = tandem::losses::MeanSquaredError(),
+                 .strategy = dist::Pipeline({"cpu:0", "cpu:1", "cpu:2", "cpu:3"}, {.micro_batches = 8})});
+  model.summary();
+  model.fit(d, {.batch_size = kBatch, .shuffle = false, .verbose = 0, .trace_path = path, .trace_step = 3});
+  return 0;
+}
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const tandem::Dataset d{random(8 * kBatch, kInputs, 1), random(8 * kBatch, kWidth, 2)};
+  if (argc == 3 && std::string(argv[1]) == "--trace") return write_trace(argv[2], d);
   std::printf("## Pipeline bubble, 2 stages (one core each), 4 × Dense(%lld), batch %lld\n\n", static_cast<long long>(kWidth),
               static_cast<long long>(kBatch));
   std::printf("| schedule | micro-batches | step ms | idle stage 0 | idle stage 1 | theory |\n|---|---:|---:|---:|---:|---:|\n");

@@ -3,6 +3,7 @@
 // metrics on the last; everything else where the pass puts it (updates with their variables).
 // The pass's send/recv carries activations forward and their gradients back, also across several
 // stages for a skip connection. Each batch runs as micro-batches in a GPipe or 1F1B order.
+#include <cstdio>
 #include <set>
 
 #include "compile/lower.h"
@@ -72,11 +73,7 @@ class PipelineStrategy : public Strategy {
       const auto it = chunk_of.find(n.scope);
       return it == chunk_of.end() ? -1 : it->second;
     };
-    auto group = [=](int c) {  // chunk c runs on stage c mod S, its replicas' devices
-      std::vector<int> devices;
-      for (int r = 0; r < replicas; ++r) devices.push_back(c % stages * replicas + r);
-      return devices;
-    };
+    auto group = [this](int c) { return group_of(c); };
     compile::LoweringOptions o;
     o.devices = devices_;
     o.place = [=](const graph::Node& n) {
@@ -113,7 +110,67 @@ class PipelineStrategy : public Strategy {
     return compile::lower(g, fetches, o);
   }
 
+  PlacementTable placement(const graph::Graph& g) const override {
+    const std::vector<LayerCost> costs = layer_costs(g);
+    const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages_ * chunks_);
+    double total = 0;
+    for (const LayerCost& c : costs) total += c.flops;
+    auto share = [total](double flops) { return percent(total > 0 ? flops / total : 0); };
+    PlacementTable t;
+    t.title = "Pipeline: " + std::to_string(stages_) + " stages" +
+              (replicas_ > 1 ? " × " + std::to_string(replicas_) + " replicas" : "") + ", " + schedule_name();
+    t.header = {"Layer", chunks_ > 1 ? "Stage (chunk)" : "Stage", "Devices", "Cost share"};
+    t.right = {false, false, false, true};
+    std::vector<double> stage_flops(static_cast<std::size_t>(stages_), 0);
+    for (const LayerCost& c : costs) {
+      const int chunk = chunk_of.at(c.layer), stage = chunk % stages_;
+      stage_flops[static_cast<std::size_t>(stage)] += c.flops;
+      std::string where = std::to_string(stage);
+      if (chunks_ > 1) where += " (" + std::to_string(chunk) + ")";
+      t.rows.push_back({c.layer, where, device_names(chunk), share(c.flops)});
+    }
+    for (int s = 0; s < stages_; ++s) {
+      std::string line = "Stage " + std::to_string(s) + " on " + device_names(s) + ": ";
+      line += share(stage_flops[static_cast<std::size_t>(s)]);
+      line += " of the estimated cost (forward and backward FLOPs)";
+      t.notes.push_back(line);
+    }
+    // The idle share of a step in a balanced pipeline: (S − 1) / (v·M + S − 1).
+    const double m = static_cast<double>(options_.micro_batches), idle = stages_ - 1.0;
+    std::string bubble = std::to_string(options_.micro_batches) + " micro-batches per batch; a balanced step idles ";
+    bubble += percent(idle / (chunks_ * m + idle));
+    bubble += " of each device's time in the bubble";
+    t.notes.push_back(bubble);
+    return t;
+  }
+
  private:
+  std::vector<int> group_of(int chunk) const {  // chunk c runs on stage c mod S, its replicas' devices
+    std::vector<int> devices;
+    for (int r = 0; r < replicas_; ++r) devices.push_back(chunk % stages_ * replicas_ + r);
+    return devices;
+  }
+  std::string device_names(int chunk) const {
+    std::string names;
+    for (int d : group_of(chunk)) {
+      if (!names.empty()) names += ", ";
+      names += devices_[static_cast<std::size_t>(d)];
+    }
+    return names;
+  }
+  std::string schedule_name() const {
+    switch (options_.schedule) {
+      case PipelineSchedule::GPipe: return "GPipe";
+      case PipelineSchedule::OneFOneB: return "1F1B";
+      case PipelineSchedule::Interleaved: return "interleaved 1F1B, " + std::to_string(chunks_) + " chunks per device";
+    }
+    return "";
+  }
+  static std::string percent(double fraction) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
+    return buf;
+  }
   static void check_positive(int64_t v, const char* name) {
     if (v < 1) throw ValueError(std::string("Pipeline: ") + name + " must be >= 1, got " + std::to_string(v));
   }

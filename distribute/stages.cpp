@@ -32,6 +32,20 @@ double flops(const graph::Graph& g, const graph::Node& n) {
   return e;
 }
 
+// The nodes a step runs: those its updates (side effects), loss and metrics depend on. A gradient
+// rule also makes gradients nobody reads (a first layer's input gradient); those never run.
+std::vector<bool> runs(const graph::Graph& g) {
+  std::vector<bool> live(static_cast<std::size_t>(g.size()), false);
+  for (int id = g.size(); id-- > 0;) {
+    const graph::Node& n = g.node(id);
+    if (n.def->has_side_effects || n.scope == "loss" || n.phase == graph::Phase::Metric) live[static_cast<std::size_t>(id)] = true;
+    if (!live[static_cast<std::size_t>(id)]) continue;
+    for (graph::Value in : n.inputs) live[static_cast<std::size_t>(in.node)] = true;
+    for (int a : n.after) live[static_cast<std::size_t>(a)] = true;
+  }
+  return live;
+}
+
 std::string names(const std::vector<LayerCost>& costs) {
   std::string s;
   for (const LayerCost& c : costs) s += (s.empty() ? "" : ", ") + c.layer;
@@ -50,9 +64,11 @@ std::vector<LayerCost> layer_costs(const graph::Graph& g) {
       costs.push_back({n.scope, 0});
     }
   }
+  const std::vector<bool> live = runs(g);
   for (int id = 0; id < g.size(); ++id) {
     const graph::Node& n = g.node(id);
-    if (auto it = index.find(n.scope); it != index.end() && n.def->source == ops::Source::Kernel) costs[it->second].flops += flops(g, n);
+    if (auto it = index.find(n.scope); it != index.end() && n.def->source == ops::Source::Kernel && live[static_cast<std::size_t>(id)])
+      costs[it->second].flops += flops(g, n);
   }
   return costs;
 }

@@ -16,8 +16,8 @@ struct LayerCost {
 };
 
 // The model's layers in the order their forward nodes appear, with an estimate of the work of
-// their forward and backward nodes: 2·M·N·K for products and convolutions, one per element
-// written for everything else.
+// their forward and backward nodes that run (those the updates, loss and metrics need): 2·M·N·K
+// for products and convolutions, one per element written for everything else.
 std::vector<LayerCost> layer_costs(const graph::Graph& g);
 
 // Contiguous runs of `costs` into `stages` groups minimising the largest group's cost; returns

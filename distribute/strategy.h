@@ -15,6 +15,16 @@ namespace comm {
 class Communicator;
 }
 
+// What summary() prints below Keras's table for a strategy that places layers: a table of its
+// own and lines of notes under it.
+struct PlacementTable {
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<bool> right;  // right-aligned columns
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -30,6 +40,9 @@ class Strategy {
   virtual std::shared_ptr<comm::Communicator> communicator() const { return nullptr; }
   // Training steps per weight update: gradients of the others are accumulated locally.
   virtual int sync_every() const { return 1; }
+  // Where the layers of a training step's graph `g` go, for summary(); empty where every layer
+  // runs everywhere.
+  virtual PlacementTable placement(const graph::Graph& /*g*/) const { return {}; }
   // Threads for each device's own pool: the machine's cores shared by the devices.
   int threads_per_device() const;
 };

@@ -284,6 +284,50 @@ TEST_CASE("pipeline: automatic stages cut where the estimated costs balance, aro
   CHECK(named["d"] == 1);
 }
 
+TEST_CASE("pipeline: summary() lists each layer's stage, devices and cost share, each stage's share and the bubble") {
+  // Four Dense layers of equal cost and a 2·2 pipeline: the cut falls in the middle, every layer
+  // has a quarter of the cost, and 1F1B with M = 4 idles (S − 1)/(M + S − 1) = 1/5 of a step. (The
+  // first layer computes no input gradient: its products are 2 of 24·16 where the others' are 3
+  // of 16·16, the same work.)
+  tandem::set_random_seed(1);
+  tandem::Sequential model({tl::InputLayer({24}), tl::Dense(16, "tanh", {.name = "d1"}), tl::Dense(16, "tanh", {.name = "d2"}),
+                            tl::Dense(16, "tanh", {.name = "d3"}), tl::Dense(16, "tanh", {.name = "d4"})});
+  model.compile({.optimizer = "sgd", .loss = "mse"});
+  CHECK(model.summary_string().find("Stage") == std::string::npos);  // Default places nothing
+  model.compile({.optimizer = "sgd", .loss = "mse",
+                 .strategy = dist::Pipeline(cpus(4), {.micro_batches = 4, .replicas = 2})});
+  const std::string text = model.summary_string();
+  INFO(text);
+  CHECK(text.find("Pipeline: 2 stages × 2 replicas, 1F1B") != std::string::npos);
+  auto row_of = [](const std::string& text, const std::string& layer) {  // in the placement table
+    const std::size_t at = text.find("│ " + layer + " ", text.find("Pipeline:"));
+    REQUIRE(at != std::string::npos);
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  for (const char* layer : {"d1", "d2"}) {
+    CHECK(row_of(text, layer).find("│ 0 ") != std::string::npos);
+    CHECK(row_of(text, layer).find("cpu:0, cpu:1") != std::string::npos);
+    CHECK(row_of(text, layer).find("25.0%") != std::string::npos);
+  }
+  for (const char* layer : {"d3", "d4"}) {
+    CHECK(row_of(text, layer).find("│ 1 ") != std::string::npos);
+    CHECK(row_of(text, layer).find("cpu:2, cpu:3") != std::string::npos);
+    CHECK(row_of(text, layer).find("25.0%") != std::string::npos);
+  }
+  CHECK(text.find("Stage 0 on cpu:0, cpu:1: 50.0% of the estimated cost") != std::string::npos);
+  CHECK(text.find("Stage 1 on cpu:2, cpu:3: 50.0% of the estimated cost") != std::string::npos);
+  CHECK(text.find("idles 20.0% of each device's time") != std::string::npos);
+  // Interleaved: chunk c on stage c mod 2, and the bubble shrinks to 1/(2·4 + 1).
+  model.compile({.optimizer = "sgd", .loss = "mse",
+                 .strategy = dist::Pipeline(cpus(2), {.virtual_stages = 2, .micro_batches = 4,
+                                                      .schedule = dist::PipelineSchedule::Interleaved})});
+  const std::string interleaved = model.summary_string();
+  INFO(interleaved);
+  CHECK(row_of(interleaved, "d2").find("│ 1 (1) ") != std::string::npos);
+  CHECK(row_of(interleaved, "d3").find("│ 0 (2) ") != std::string::npos);
+  CHECK(interleaved.find("idles 11.1% of each device's time") != std::string::npos);
+}
+
 TEST_CASE("pipeline: weights saved under Pipeline load under Default and the reverse, with the same predictions") {
   tandem::set_random_seed(9);
   auto model = make(Net::Mlp);

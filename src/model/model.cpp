@@ -4,10 +4,13 @@
 #include <set>
 #include <sstream>
 
+#include "autodiff/autodiff.h"
+#include "distribute/strategy.h"
 #include "layer_base/call_context.h"
 #include "layers/input_layer.h"
 #include "model/model_impl.h"
 #include "model/summary_format.h"
+#include "ops/ops.h"
 #include "tandem/errors.h"
 
 namespace tandem {
@@ -45,6 +48,27 @@ graph::Value Model::Impl::trace(CallContext& ctx, graph::Value x) const {
     value[call.get()] = call->layer->call(ctx, ins);
   }
   return value.at(output.node().get());
+}
+
+graph::Graph Model::Impl::layer_graph(int64_t rows) const {
+  graph::Graph g;
+  CallContext ctx(g, true, ops::fill(g, {Shape{}, DType::I64}, 0));
+  const graph::Value pred = trace(ctx, g.placeholder("x", {input.shape().without_batch().with_batch(rows), input.dtype()}));
+  graph::Value total;
+  {
+    graph::ScopeGuard scope(g, "loss");
+    const Shape s = g.type(pred).shape;
+    total = ops::reduce_sum(g, ops::reshape(g, pred, {s.num_elements()}), {0});
+  }
+  std::vector<graph::Value> wrt;
+  for (const VariablePtr& w : weights())
+    if (w->trainable()) wrt.push_back(ctx.variable(*w));
+  // Read by a node of the loss (in place of the updates, which would build the optimizer's
+  // slots), so the gradients count as work the step does.
+  graph::ScopeGuard scope(g, "loss");
+  for (graph::Value grad : autodiff::gradients(g, total, wrt))
+    if (grad.valid()) ops::reduce_sum(g, ops::reshape(g, grad, {g.type(grad).shape.num_elements()}), {0});
+  return g;
 }
 
 std::vector<VariablePtr> Model::Impl::weights() const {
@@ -121,7 +145,13 @@ std::string Model::summary_string() {
   if (impl_->optimizer && impl_->optimizer->variables().size() > 2)  // built: slots exist
     for (const auto& v : impl_->optimizer->variables())
       totals.optimizer += v->value().size(), totals.optimizer_bytes += static_cast<int64_t>(v->value().bytes());
-  return detail::format_summary(impl_->name, rows, functional, totals);
+  std::string out = detail::format_summary(impl_->name, rows, functional, totals);
+  if (impl_->compiled && impl_->strategy) {
+    // Layer costs grow with the rows alike, so any batch size shows the same shares.
+    const distribute::PlacementTable t = impl_->strategy->placement(impl_->layer_graph(32));
+    if (!t.rows.empty()) out += detail::format_placement(t.title, t.header, t.rows, t.right, t.notes);
+  }
+  return out;
 }
 
 void Model::summary(std::ostream& out) { out << summary_string(); }

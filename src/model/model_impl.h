@@ -72,6 +72,9 @@ struct Model::Impl {
   CompiledStep& step(StepKind kind, int64_t rows, const TensorType& y_type, int64_t batches = 1);
   int sync_every() const;  // batches per update
   std::vector<VariablePtr> weights() const;
+  // Forward and backward of the layers (the loss a plain sum) for batches of `rows` rows: what
+  // a strategy's placement of layers looks at.
+  graph::Graph layer_graph(int64_t rows) const;
   // What the weights file code needs to know: the layers in Keras's order, the optimizer when
   // compiled. Throws (naming `what`) if the model is not built yet. In weights_io.cpp.
   io::WeightsModel weights_model(const char* what) const;

@@ -146,6 +146,16 @@ std::string row(const std::vector<std::string>& texts, const std::vector<size_t>
   return out;
 }
 
+std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                  const std::vector<bool>& right, const std::vector<size_t>& widths) {
+  std::string out = rule(kTop, widths) + row(header, widths, right, "┃") + rule(kHeadRule, widths);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (r) out += rule(kRowRule, widths);
+    out += row(rows[r], widths, right, "│");
+  }
+  return out + rule(kBottom, widths);
+}
+
 std::string footer(const char* label, int64_t count, int64_t bytes) {
   return std::string(" ") + label + " params: " + group_thousands(count) + " (" +
          readable_bytes(static_cast<double>(bytes)) + ")\n";
@@ -191,30 +201,32 @@ std::string format_summary(const std::string& model_name, const std::vector<Summ
     widths = column_widths(108, {0.30, 0.56, 0.74, 1.0});
   }
 
-  std::string out = "Model: \"" + model_name + "\"\n";
-  out += rule(kTop, widths);
-  out += row(header, widths, right, "┃");
-  out += rule(kHeadRule, widths);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const SummaryRow& layer = rows[r];
-    std::vector<std::string> texts = {layer.name + " (" + layer.class_name + ")", layer.output_shape,
-                                      group_thousands(layer.params)};
+  std::vector<std::vector<std::string>> texts;
+  for (const SummaryRow& layer : rows) {
+    texts.push_back({layer.name + " (" + layer.class_name + ")", layer.output_shape, group_thousands(layer.params)});
     if (functional) {
       std::string links;
       for (const std::string& link : layer.connected_to) links += (links.empty() ? "" : ", ") + link;
-      texts.push_back(links.empty() ? "-" : links);
+      texts.back().push_back(links.empty() ? "-" : links);
     }
-    if (r) out += rule(kRowRule, widths);
-    out += row(texts, widths, right, "│");
   }
-  out += rule(kBottom, widths);
-
+  std::string out = "Model: \"" + model_name + "\"\n" + table(header, texts, right, widths);
   int64_t total = totals.trainable + totals.non_trainable + totals.optimizer;
   int64_t total_bytes = totals.trainable_bytes + totals.non_trainable_bytes + totals.optimizer_bytes;
   out += footer("Total", total, total_bytes);
   out += footer("Trainable", totals.trainable, totals.trainable_bytes);
   out += footer("Non-trainable", totals.non_trainable, totals.non_trainable_bytes);
   if (totals.optimizer > 0) out += footer("Optimizer", totals.optimizer, totals.optimizer_bytes);
+  return out;
+}
+
+std::string format_placement(const std::string& title, const std::vector<std::string>& header,
+                             const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right,
+                             const std::vector<std::string>& notes) {
+  std::vector<double> ends;  // Keras's 88 characters; the first column (names) twice as wide
+  for (size_t i = 1; i <= header.size(); ++i) ends.push_back(static_cast<double>(i + 1) / static_cast<double>(header.size() + 1));
+  std::string out = "\n" + title + "\n" + table(header, rows, right, column_widths(88, ends));
+  for (const std::string& note : notes) out += " " + note + "\n";
   return out;
 }
 

@@ -24,6 +24,11 @@ struct SummaryTotals {
 std::string format_summary(const std::string& model_name, const std::vector<SummaryRow>& rows,
                            bool functional, const SummaryTotals& totals);
 
+// A strategy's placement table in the same box style, under a title line, with note lines below.
+std::string format_placement(const std::string& title, const std::vector<std::string>& header,
+                             const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right,
+                             const std::vector<std::string>& notes);
+
 // Pieces of the footer, shared with anything else that prints sizes the Keras way.
 std::string group_thousands(int64_t n);     // 203530 -> "203,530"
 std::string readable_bytes(double bytes);   // 814120 -> "795.04 KB"
