@@ -1,4 +1,5 @@
 // Default: one device runs the whole program; every step is forward, metrics, backward, update.
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -8,6 +9,17 @@
 #include "tandem/errors.h"
 
 namespace tandem::distribute {
+
+std::vector<std::string> distinct_devices(const std::string& strategy, const std::vector<std::string>& devices) {
+  if (devices.empty()) throw ValueError(strategy + ": expected at least one device, got none");
+  std::vector<std::string> names;
+  for (const std::string& d : devices) {
+    const std::string name = backend::parse_device(d).str();
+    if (std::find(names.begin(), names.end(), name) != names.end()) throw ValueError(strategy + ": device '" + name + "' is listed twice");
+    names.push_back(name);
+  }
+  return names;
+}
 
 int Strategy::threads_per_device() const {
   // TANDEM_NUM_THREADS caps the threads of the whole process (like OMP_NUM_THREADS).

@@ -2,8 +2,6 @@
 // gradients are summed across devices by a ring all-reduce in buckets that start while backward
 // is still running (DDP's design); every device then applies the same update to its own copy of
 // the variables, so the copies stay equal without a broadcast per step.
-#include <set>
-
 #include "compile/lower.h"
 #include "distribute/comm/inprocess.h"
 #include "distribute/strategy.h"
@@ -15,14 +13,7 @@ namespace tandem::distribute {
 namespace {
 class MirroredStrategy : public Strategy {
  public:
-  MirroredStrategy(std::vector<std::string> devices, MirroredOptions o) : options_(o) {
-    if (devices.empty()) throw ValueError("Mirrored: expected at least one device, got none");
-    std::set<std::string> seen;
-    for (const std::string& d : devices) {
-      const std::string name = backend::parse_device(d).str();
-      if (!seen.insert(name).second) throw ValueError("Mirrored: device '" + name + "' is listed twice");
-      devices_.push_back(name);
-    }
+  MirroredStrategy(const std::vector<std::string>& devices, MirroredOptions o) : devices_(distinct_devices("Mirrored", devices)), options_(o) {
     if (o.sync_every < 1) throw ValueError("Mirrored: sync_every must be >= 1, got " + std::to_string(o.sync_every));
     if (o.bucket_bytes < 1) throw ValueError("Mirrored: bucket_bytes must be >= 1, got " + std::to_string(o.bucket_bytes));
     comm_ = std::make_shared<comm::InProcessCommunicator>(devices_);

@@ -3,7 +3,6 @@
 // metrics on the last; everything else where the pass puts it (updates with their variables).
 // The pass's send/recv carries activations forward and their gradients back, also across several
 // stages for a skip connection. Each batch runs as micro-batches in a GPipe or 1F1B order.
-#include <cstdio>
 #include <set>
 
 #include "compile/lower.h"
@@ -18,13 +17,8 @@ namespace tandem::distribute {
 namespace {
 class PipelineStrategy : public Strategy {
  public:
-  PipelineStrategy(std::vector<std::string> devices, PipelineOptions o) : options_(std::move(o)) {
-    std::set<std::string> seen;
-    for (const std::string& d : devices) {
-      const std::string name = backend::parse_device(d).str();
-      if (!seen.insert(name).second) throw ValueError("Pipeline: device '" + name + "' is listed twice");
-      devices_.push_back(name);
-    }
+  PipelineStrategy(const std::vector<std::string>& devices, PipelineOptions o)
+      : devices_(distinct_devices("Pipeline", devices)), options_(std::move(o)) {
     check_positive(options_.replicas, "replicas");
     check_positive(options_.virtual_stages, "virtual_stages");
     check_positive(options_.micro_batches, "micro_batches");
@@ -114,7 +108,7 @@ class PipelineStrategy : public Strategy {
     const std::vector<LayerCost> costs = layer_costs(g);
     const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages_ * chunks_);
     double total = 0;
-    for (const LayerCost& c : costs) total += c.flops;
+    for (const LayerCost& c : costs) total += c.cost;
     auto share = [total](double flops) { return percent(total > 0 ? flops / total : 0); };
     PlacementTable t;
     t.title = "Pipeline: " + std::to_string(stages_) + " stages" +
@@ -124,10 +118,10 @@ class PipelineStrategy : public Strategy {
     std::vector<double> stage_flops(static_cast<std::size_t>(stages_), 0);
     for (const LayerCost& c : costs) {
       const int chunk = chunk_of.at(c.layer), stage = chunk % stages_;
-      stage_flops[static_cast<std::size_t>(stage)] += c.flops;
+      stage_flops[static_cast<std::size_t>(stage)] += c.cost;
       std::string where = std::to_string(stage);
       if (chunks_ > 1) where += " (" + std::to_string(chunk) + ")";
-      t.rows.push_back({c.layer, where, device_names(chunk), share(c.flops)});
+      t.rows.push_back({c.layer, where, device_names(chunk), share(c.cost)});
     }
     for (int s = 0; s < stages_; ++s) {
       std::string line = "Stage " + std::to_string(s) + " on " + device_names(s) + ": ";
@@ -165,11 +159,6 @@ class PipelineStrategy : public Strategy {
       case PipelineSchedule::Interleaved: return "interleaved 1F1B, " + std::to_string(chunks_) + " chunks per device";
     }
     return "";
-  }
-  static std::string percent(double fraction) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
-    return buf;
   }
   static void check_positive(int64_t v, const char* name) {
     if (v < 1) throw ValueError(std::string("Pipeline: ") + name + " must be >= 1, got " + std::to_string(v));

@@ -1,6 +1,7 @@
 #include "distribute/stages.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "graph/op_registry.h"
@@ -68,15 +69,33 @@ std::vector<LayerCost> layer_costs(const graph::Graph& g) {
   for (int id = 0; id < g.size(); ++id) {
     const graph::Node& n = g.node(id);
     if (auto it = index.find(n.scope); it != index.end() && n.def->source == ops::Source::Kernel && live[static_cast<std::size_t>(id)])
-      costs[it->second].flops += flops(g, n);
+      costs[it->second].cost += flops(g, n);
   }
   return costs;
+}
+
+std::vector<LayerCost> parameter_bytes(const graph::Graph& g) {
+  std::vector<LayerCost> layers = layer_costs(g);
+  for (LayerCost& l : layers) {
+    l.cost = 0;
+    for (int id = 0; id < g.size(); ++id) {
+      const graph::Node& n = g.node(id);
+      if (n.def->source == ops::Source::Variable && n.scope == l.layer) l.cost += static_cast<double>(n.outputs[0].bytes());
+    }
+  }
+  return layers;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
+  return buf;
 }
 
 std::vector<std::size_t> balanced_cuts(const std::vector<LayerCost>& costs, int stages) {
   const std::size_t n = costs.size(), s = static_cast<std::size_t>(stages);
   std::vector<double> prefix(n + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i].flops;
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + costs[i].cost;
   const double inf = std::numeric_limits<double>::infinity();
   // best[k][i]: the least largest cost of the first i layers in k groups; from[k][i]: where the
   // last of those groups starts.

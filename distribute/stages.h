@@ -12,13 +12,19 @@ namespace tandem::distribute {
 
 struct LayerCost {
   std::string layer;  // its scope in the graph
-  double flops = 0;   // forward and backward
+  double cost = 0;    // FLOPs of forward and backward, or bytes of parameters
 };
 
 // The model's layers in the order their forward nodes appear, with an estimate of the work of
 // their forward and backward nodes that run (those the updates, loss and metrics need): 2·M·N·K
 // for products and convolutions, one per element written for everything else.
 std::vector<LayerCost> layer_costs(const graph::Graph& g);
+
+// The same layers with the bytes of the variables they read first (their weights).
+std::vector<LayerCost> parameter_bytes(const graph::Graph& g);
+
+// "12.5%" for 0.125.
+std::string percent(double fraction);
 
 // Contiguous runs of `costs` into `stages` groups minimising the largest group's cost; returns
 // the index of each group's first layer.

@@ -47,4 +47,8 @@ class Strategy {
   int threads_per_device() const;
 };
 
+// `devices` in canonical form ("cpu" -> "cpu:0"); an empty list or one naming a device twice is
+// a ValueError that names `strategy`.
+std::vector<std::string> distinct_devices(const std::string& strategy, const std::vector<std::string>& devices);
+
 }  // namespace tandem::distribute

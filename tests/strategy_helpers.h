@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/autodiff.h"
+#include "graph/graph.h"
+#include "ops/ops.h"
+
 inline std::vector<std::string> cpus(int k) {
   std::vector<std::string> d;
   for (int i = 0; i < k; ++i) d.push_back("cpu:" + std::to_string(i));
@@ -45,4 +49,44 @@ inline double max_relative_difference(const std::vector<tandem::Tensor>& a, cons
     worst = std::max(worst, diff / scale);
   }
   return worst;
+}
+
+// The graph of one micro-batch of a training step through layers of matmul and tanh, (name,
+// units) each, every node in the scope of its layer; `optimizer` emits the updates.
+struct LayeredGraph {
+  tandem::graph::Graph g;
+  std::vector<tandem::graph::Value> fetches;
+  LayeredGraph(const std::vector<std::pair<std::string, int64_t>>& layers, int64_t rows, int64_t in,
+               tandem::OptimizerPtr optimizer = tandem::optimizers::SGD(0.1)) {
+    tandem::graph::Value h = g.placeholder("x", {tandem::Shape{rows, in}, tandem::DType::F32});
+    std::vector<tandem::graph::Value> weights;
+    std::vector<tandem::VariablePtr> vars;
+    for (const auto& [name, units] : layers) {
+      tandem::graph::ScopeGuard scope(g, name);
+      const int64_t from = g.type(h).shape[1];
+      vars.push_back(std::make_shared<tandem::Variable>(name + "/kernel", tandem::Tensor({from, units}, tandem::DType::F32), true));
+      weights.push_back(g.variable({vars.back()->id(), vars.back()->path(), vars.back()->value().type(), true}));
+      h = tandem::ops::tanh(g, tandem::ops::matmul(g, h, weights.back()));
+    }
+    tandem::graph::Value loss;
+    {
+      tandem::graph::ScopeGuard scope(g, "loss");
+      loss = tandem::ops::micro_sum(g, tandem::ops::reduce_sum(g, tandem::ops::mul(g, h, h), {0, 1}));
+    }
+    std::vector<tandem::graph::Value> grads = tandem::autodiff::gradients(g, g.node(loss.node).inputs[0], weights);
+    {
+      tandem::graph::ScopeGuard phase(g, tandem::graph::Phase::Backward);
+      for (tandem::graph::Value& grad : grads) grad = tandem::ops::micro_sum(g, grad);
+    }
+    optimizer->emit_updates(g, vars, grads);
+    fetches = {loss};
+  }
+};
+
+// The row of `layer` in the placement table under `title` of a summary() text.
+inline std::string placement_row(const std::string& text, const std::string& title, const std::string& layer) {
+  const std::size_t table = text.find(title);
+  const std::size_t at = table == std::string::npos ? table : text.find("│ " + layer + " ", table);
+  if (at == std::string::npos) return "(no row for " + layer + " under " + title + ")";
+  return text.substr(at, text.find('\n', at) - at);
 }

@@ -65,35 +65,6 @@ std::vector<Tensor> five_steps(Net net, dist::StrategyPtr strategy) {
   return model->get_weights();
 }
 
-// The graph of one micro-batch of a two-layer step, each node in the scope of its layer.
-struct LayeredGraph {
-  graph::Graph g;
-  std::vector<graph::Value> fetches;
-  LayeredGraph(const std::vector<std::pair<std::string, int64_t>>& layers, int64_t rows, int64_t in) {
-    graph::Value h = g.placeholder("x", {tandem::Shape{rows, in}, tandem::DType::F32});
-    std::vector<graph::Value> weights;
-    std::vector<tandem::VariablePtr> vars;
-    for (const auto& [name, units] : layers) {
-      graph::ScopeGuard scope(g, name);
-      const int64_t from = g.type(h).shape[1];
-      vars.push_back(std::make_shared<tandem::Variable>(name + "/kernel", Tensor({from, units}, tandem::DType::F32), true));
-      weights.push_back(g.variable({vars.back()->id(), vars.back()->path(), vars.back()->value().type(), true}));
-      h = ops::tanh(g, ops::matmul(g, h, weights.back()));
-    }
-    graph::Value loss;
-    {
-      graph::ScopeGuard scope(g, "loss");
-      loss = ops::micro_sum(g, ops::reduce_sum(g, ops::mul(g, h, h), {0, 1}));
-    }
-    std::vector<graph::Value> grads = tandem::autodiff::gradients(g, g.node(loss.node).inputs[0], weights);
-    {
-      graph::ScopeGuard phase(g, graph::Phase::Backward);
-      for (graph::Value& grad : grads) grad = ops::micro_sum(g, grad);
-    }
-    tandem::optimizers::SGD(0.1)->emit_updates(g, vars, grads);
-    fetches = {loss};
-  }
-};
 }  // namespace
 
 TEST_CASE("pipeline: 2 and 4 stages, 1 to 8 micro-batches, GPipe and 1F1B end five steps with Default's weights") {
@@ -255,7 +226,7 @@ TEST_CASE("pipeline: automatic stages cut where the estimated costs balance, aro
   const LayeredGraph lg({{"a", 16}, {"b", 1024}, {"c", 16}, {"d", 16}, {"e", 16}}, 8, 32);
   const auto costs = dist::layer_costs(lg.g);
   REQUIRE(costs.size() == 5);
-  CHECK(costs[1].flops > 20 * costs[0].flops);
+  CHECK(costs[1].cost > 20 * costs[0].cost);
   auto two = dist::assign_stages(lg.g, {}, 2);
   CHECK(two["a"] == 0);
   CHECK(two["b"] == 0);
@@ -267,7 +238,7 @@ TEST_CASE("pipeline: automatic stages cut where the estimated costs balance, aro
   CHECK(three["b"] != three["c"]);
   auto largest = [&](std::size_t i, std::size_t j) {  // stages [0, i), [i, j), [j, 5)
     double s0 = 0, s1 = 0, s2 = 0;
-    for (std::size_t k = 0; k < 5; ++k) (k < i ? s0 : k < j ? s1 : s2) += costs[k].flops;
+    for (std::size_t k = 0; k < 5; ++k) (k < i ? s0 : k < j ? s1 : s2) += costs[k].cost;
     return std::max({s0, s1, s2});
   };
   double best = 1e300;
@@ -299,11 +270,7 @@ TEST_CASE("pipeline: summary() lists each layer's stage, devices and cost share,
   const std::string text = model.summary_string();
   INFO(text);
   CHECK(text.find("Pipeline: 2 stages × 2 replicas, 1F1B") != std::string::npos);
-  auto row_of = [](const std::string& text, const std::string& layer) {  // in the placement table
-    const std::size_t at = text.find("│ " + layer + " ", text.find("Pipeline:"));
-    REQUIRE(at != std::string::npos);
-    return text.substr(at, text.find('\n', at) - at);
-  };
+  auto row_of = [](const std::string& text, const std::string& layer) { return placement_row(text, "Pipeline:", layer); };
   for (const char* layer : {"d1", "d2"}) {
     CHECK(row_of(text, layer).find("│ 0 ") != std::string::npos);
     CHECK(row_of(text, layer).find("cpu:0, cpu:1") != std::string::npos);

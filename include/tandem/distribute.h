@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,5 +71,46 @@ struct PipelineOptions {
 // replicas); activations go forward and their gradients back between stages, one micro-batch at
 // a time. The loss and metrics live on the last stage.
 StrategyPtr Pipeline(const std::vector<std::string>& devices, const PipelineOptions& options = {});
+
+struct ModelSplitOptions {
+  // Layer name -> device ({{"dense_2", "cpu:1"}}). A layer not named runs where the nearest named
+  // layer before it runs (the first device if none is). Empty: the layers are cut into one
+  // contiguous range per device with the parameter bytes balanced.
+  std::map<std::string, std::string> placement;
+  int64_t timeout_ms = 60000;  // a transfer between devices that waits longer raises an error
+};
+
+// Model parallelism by placement: each layer (its forward, backward and update) runs on one
+// device, and activations and their gradients travel between devices where consecutive layers
+// are apart. The loss and metrics run with the model's last layer.
+StrategyPtr ModelSplit(const std::vector<std::string>& devices, const ModelSplitOptions& options = {});
+
+// Keras 3's distribution API. A mesh of devices with named axes: shape {2, 2} with axes
+// {"batch", "model"} over 4 devices, device (i, j) = devices[i·2 + j].
+struct DeviceMesh {
+  std::vector<int64_t> shape;
+  std::vector<std::string> axis_names;
+  std::vector<std::string> devices;
+};
+
+// For each axis of a weight, the mesh axis it is split over, or "" where it is whole: a Dense
+// kernel (in, out) split by columns is {"", "model"}, by rows {"model", ""}.
+using TensorLayout = std::vector<std::string>;
+
+// Regular expressions over weight paths ("dense_1/kernel"), each with a layout; a weight takes
+// the layout of the first expression found in its path (as Keras's re.search), and is whole on
+// every device if none is. Optimizer slots follow their weight.
+using LayoutMap = std::vector<std::pair<std::string, TensorLayout>>;
+
+struct ShardingOptions {
+  std::string batch_axis = "batch";  // the mesh axis that splits each batch by rows (if the mesh has it)
+  int64_t timeout_ms = 60000;        // a collective that waits longer raises an error
+};
+
+// Model parallelism by sharding (Keras's ModelParallel): every layer runs on every device of the
+// mesh, each holding the blocks of the weights its layout gives it (and of their optimizer
+// slots); the activations' layouts follow from the ops, and collectives are inserted where they
+// must change (a column-split Dense feeding a row-split Dense needs one all-reduce, after both).
+StrategyPtr ModelSplit(const DeviceMesh& mesh, const LayoutMap& layout_map, const ShardingOptions& options = {});
 
 }  // namespace tandem::distribute

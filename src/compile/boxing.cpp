@@ -141,24 +141,33 @@ Located Boxing::slice(const Located& v, const Layout& want) {
   return r;
 }
 
-// Every device pads its block to the longest one, all-gathers, and keeps the real rows.
+// Every device pads its block to the longest one and all-gathers (which stacks the blocks along
+// axis 0); the real parts of the blocks are then laid side by side along the split axis.
 Located Boxing::gather(const Located& v) {
-  if (v.layout.axis != 0) throw Error("internal: boxing gathers splits along axis 0 only, got " + v.layout.str());
+  const int axis = v.layout.axis;
   const std::vector<int64_t>& shares = v.layout.shares;
   const int64_t longest = *std::max_element(shares.begin(), shares.end());
-  const TensorType local = v.layout.local(v.type, 0);
+  TensorType padded = v.type;
+  std::vector<int64_t> dims = padded.shape.dims();
+  dims[at(axis)] = longest;
+  padded.shape = Shape(dims);
+  const int64_t block = padded.shape[0];  // a block's extent along axis 0 after the gather
   Located r = like(v, Layout::replicated());
   for (std::size_t p = 0; p < v.devices.size(); ++p) {
     const int d = v.devices[p];
     graph::Graph& g = prepare(local_, d, v.phase, v.stage);
     Value mine = v.on(d);
-    if (shares[p] < longest) mine = ops::concat(g, {mine, zero_rows(g, local, 0, longest - shares[p])}, 0);
+    if (shares[p] < longest) mine = ops::concat(g, {mine, zero_rows(g, padded, axis, longest - shares[p])}, axis);
     Value all = g.add("all_gather", {mine}, over(v.devices));
-    if (!v.layout.even()) {
+    if (axis != 0 || !v.layout.even()) {
       std::vector<Value> blocks;
-      for (std::size_t q = 0; q < shares.size(); ++q)
-        if (shares[q] > 0) blocks.push_back(ops::slice(g, all, 0, static_cast<int64_t>(q) * longest, shares[q]));
-      all = ops::concat(g, blocks, 0);
+      for (std::size_t q = 0; q < shares.size(); ++q) {
+        if (shares[q] == 0) continue;
+        Value b = ops::slice(g, all, 0, static_cast<int64_t>(q) * block, axis == 0 ? shares[q] : block);
+        if (axis != 0 && shares[q] < longest) b = ops::slice(g, b, axis, 0, shares[q]);
+        blocks.push_back(b);
+      }
+      all = ops::concat(g, blocks, axis);
     }
     r.part[at(d)] = all;
   }

@@ -27,12 +27,20 @@ bool writes(const graph::Node& n, int input) {
   return std::find(n.def->writes_inputs.begin(), n.def->writes_inputs.end(), input) != n.def->writes_inputs.end();
 }
 
+// The index in g.variables() of a variable node's variable.
+std::size_t variable_index(const graph::Graph& g, const graph::Node& n) {
+  const auto id = n.attrs.i("var");
+  for (std::size_t i = 0; i < g.variables().size(); ++i)
+    if (g.variables()[i].id == id) return i;
+  throw Error("internal: variable node for unknown variable " + std::to_string(id));
+}
+
 std::string where(const graph::Node& n) { return "'" + n.op + "'" + (n.scope.empty() ? "" : " of '" + n.scope + "'"); }
 
 class Lowering {
  public:
   Lowering(const graph::Graph& g, const std::vector<Value>& fetches, const LoweringOptions& o)
-      : g_(g), fetches_(fetches), o_(o), k_(static_cast<int>(o.devices.size())), local_(at(k_)), boxing_(local_, o.all_reduce_bf16) {}
+      : g_(g), fetches_(fetches), o_(o), k_(static_cast<int>(o.devices.size())), local_(at(k_)), boxing_(local_, o.all_reduce_bf16), shards_(at(k_)) {}
 
   Plan run() {
     if (k_ < 1) throw Error("internal: lowering for no devices");
@@ -167,6 +175,8 @@ class Lowering {
       }
       Signature s;
       if (m > 1 && node.def->source == ops::Source::Feed && o_.feed_layout) s.out = {o_.feed_layout(node, m)};
+      else if (m > 1 && node.def->source == ops::Source::Variable && o_.variable_layout)
+        s.out = {o_.variable_layout(g_.variables()[variable_index(g_, node)], m)};
       else if (m > 1 && !all_replicated && node.def->layout) {
         if (auto rule = node.def->layout(graph::LayoutQuery{g_, node, in, m})) s = std::move(*rule);
       }
@@ -232,7 +242,11 @@ class Lowering {
         if (node.def->source == ops::Source::Feed) {
           outs = {lg.placeholder(node.attrs.s("name"), s.out[0].local(node.outputs[0], position))};
         } else if (node.def->source == ops::Source::Variable) {
-          outs = {lg.variable(variables_.at(static_cast<int>(node.attrs.i("var"))))};
+          graph::VariableInfo info = variables_.at(static_cast<int>(node.attrs.i("var")));
+          const Layout& l = s.out[0];
+          if (l.is_split()) shards_[at(d)][info.id] = {l.axis, l.offset(position), l.shares[at(position)]};
+          info.type = l.local(info.type, position);
+          outs = {lg.variable(info)};
         } else {
           graph::Attrs attrs = node.attrs;
           if (node.def->localize) node.def->localize(attrs, s, position);
@@ -339,6 +353,7 @@ class Lowering {
         p.feeds[node.attrs.s("name")] = l.is_split() ? FeedRows{l.offset(position), l.shares[at(position)]}
                                                      : FeedRows{0, node.outputs[0].shape[0]};
       }
+      p.shards = shards_[at(d)];
       plan.schedule.push_back(o_.schedule ? o_.schedule(p, d) : run_all_blocks(p));
       plan.programs.push_back(std::move(p));
     }
@@ -360,6 +375,7 @@ class Lowering {
   std::vector<std::vector<int>> local_node_;                 // per node, per device
   std::map<std::string, Located> converted_;
   std::map<int, graph::VariableInfo> variables_;
+  std::vector<std::map<int, VariableShard>> shards_;  // per device: the variables it holds a block of
 };
 }  // namespace
 

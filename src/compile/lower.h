@@ -23,6 +23,9 @@ struct LoweringOptions {
   std::function<int(const graph::Node&)> stage;
   // How a feed lies over its devices; empty: replicated.
   std::function<graph::Layout(const graph::Node& feed, int devices)> feed_layout;
+  // How a variable lies over the devices that hold it (a split: each keeps its block, and so do
+  // the updates and optimizer slots); empty: replicated.
+  std::function<graph::Layout(const graph::VariableInfo& variable, int devices)> variable_layout;
   // Gradients summed across devices travel in buckets of about this many bytes, each started as
   // soon as backward has produced its last gradient.
   std::size_t bucket_bytes = 25u << 20;

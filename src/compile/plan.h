@@ -46,6 +46,13 @@ struct FeedRows {
   int64_t offset = 0, rows = 0;
 };
 
+// A block of a variable that one device holds when the variable is split over several: its
+// elements [offset, offset + extent) along `axis`.
+struct VariableShard {
+  int axis = 0;
+  int64_t offset = 0, extent = 0;
+};
+
 struct Program {
   std::string device;
   graph::Graph graph;
@@ -58,6 +65,7 @@ struct Program {
   // Nodes of a per-micro-batch block that read the micro-batches' sums: they run once, with the
   // last micro-batch (a gradient bucket's all-reduce). Empty with one micro-batch.
   std::vector<bool> once_per_step;
+  std::map<int, VariableShard> shards;  // by variable id; absent: the device holds all of it
   int micro_batches() const { return memory.micro_batches; }
 };
 

@@ -166,7 +166,12 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const TensorType& y
   std::vector<backend::Device*> devices;
   for (const std::string& d : strategy->devices()) devices.push_back(&backend::open_device(d, strategy->threads_per_device()));
   step.exe = std::make_unique<runtime::Executable>(
-      plan, devices, [&](int p, int id) { return homes.home(*devices[static_cast<std::size_t>(p)], *vars.at(id)); },
+      plan, devices,
+      [&](int p, int id) {
+        const auto& shards = plan->programs[static_cast<std::size_t>(p)].shards;
+        const auto it = shards.find(id);
+        return homes.home(*devices[static_cast<std::size_t>(p)], *vars.at(id), it == shards.end() ? nullptr : &it->second);
+      },
       strategy->communicator());
   auto feed = [&](int p, const std::string& name) {
     const compile::Program& prog = plan->programs[static_cast<std::size_t>(p)];

@@ -52,9 +52,43 @@ LayoutFn rows(RowsRule rule) {
   return [rule = std::move(rule)](const graph::LayoutQuery& q) { return rows_signature(q, rule); };
 }
 
+namespace {
+// An elementwise op over an input split along a feature axis (tensor parallelism): every input
+// that spans that axis of the output (aligned from the right, as NumPy broadcasts) is split the
+// same way; inputs broadcast along it are replicated.
+std::optional<Signature> features_signature(const graph::LayoutQuery& q, int out_axis, const std::vector<int64_t>& shares) {
+  const Shape& out = q.output_type(0).shape;
+  Signature s{std::vector<Layout>(q.in.size()), std::vector<Layout>(q.node.outputs.size(), Layout::split(out_axis, shares))};
+  for (std::size_t i = 0; i < q.in.size(); ++i) {
+    const Shape& shape = q.input_type(static_cast<int>(i)).shape;
+    const int axis = out_axis - (out.rank() - shape.rank());
+    if (axis >= 0 && shape[axis] == out[out_axis]) s.in[i] = Layout::split(axis, shares);
+  }
+  for (std::size_t o = 0; o < s.out.size(); ++o)
+    if (!(q.node.outputs[o].shape == out)) return std::nullopt;
+  return s;
+}
+
+// The output axis of an input's split along a feature (not the batch) axis, or -1.
+int feature_split(const graph::LayoutQuery& q, const Layout** split) {
+  const int rank = q.output_type(0).shape.rank();
+  for (std::size_t i = 0; i < q.in.size(); ++i) {
+    if (!q.in[i].is_split()) continue;
+    const int axis = q.in[i].axis + rank - q.input_type(static_cast<int>(i)).shape.rank();
+    if (axis > 0) {
+      *split = &q.in[i];
+      return axis;
+    }
+  }
+  return -1;
+}
+}  // namespace
+
 LayoutFn elementwise(LinearIn linear) {
   return [linear = std::move(linear)](const graph::LayoutQuery& q) {
     const Shape& out = q.output_type(0).shape;
+    const Layout* split = nullptr;
+    if (const int axis = feature_split(q, &split); axis > 0 && out[axis] > 1) return features_signature(q, axis, split->shares);
     RowsRule rule{{}, {}, linear};
     if (out.rank() >= 1 && out[0] > 1)
       for (int i = 0; i < static_cast<int>(q.in.size()); ++i) {

@@ -26,17 +26,26 @@ std::vector<TensorType> infer_matmul(const Attrs& a, const std::vector<TensorTyp
   return one({Shape(out), in[0].dtype});
 }
 
-// Rows of the left operand are rows of the product; a contraction over split rows on both sides
-// (a weight's gradient, xᵀ·dy) leaves each device a partial sum.
+// In (M, K)·(K, N) terms: a split of the left operand's M axes (rows of the batch) splits the
+// product's rows; a split of the right operand's N axis (a column-parallel weight) splits its
+// columns; a split of K on either side (a row-parallel weight, a weight's gradient xᵀ·dy over
+// split rows) leaves each device a partial sum. A split right operand decides: weights stay put.
 std::optional<graph::Signature> matmul_layout(const graph::LayoutQuery& q) {
+  using graph::Layout;
   const bool ta = q.node.attrs.b("transpose_a"), tb = q.node.attrs.b("transpose_b");
   const graph::Layout &a = q.in[0], &b = q.in[1];
-  const auto rows = [](const graph::Layout& l) { return l.is_split() && l.axis == 0; };
-  const bool same_rows = q.input_type(0).shape[0] == q.input_type(1).shape[0];
-  if (rows(a) && !ta) return graph::Signature{{a, graph::Layout::replicated()}, {a}};
-  if (ta && !tb && same_rows && (rows(a) || rows(b))) {
-    const graph::Layout& split = rows(a) ? a : b;
-    return graph::Signature{{split, split}, {graph::Layout::partial()}};
+  const int a_rank = q.input_type(0).shape.rank(), out_last = q.output_type().shape.rank() - 1;
+  const int a_k = ta ? 0 : a_rank - 1, b_k = tb ? 1 : 0, b_n = tb ? 0 : 1;
+  const bool same_k = q.input_type(0).shape[a_k] == q.input_type(1).shape[b_k];
+  auto contract = [&](const std::vector<int64_t>& shares) {
+    return graph::Signature{{Layout::split(a_k, shares), Layout::split(b_k, shares)}, {Layout::partial()}};
+  };
+  if (b.is_split() && b.axis == b_n) return graph::Signature{{Layout::replicated(), b}, {Layout::split(out_last, b.shares)}};
+  if (b.is_split() && same_k) return contract(b.shares);
+  if (a.is_split() && a.axis == a_k && same_k) return contract(a.shares);
+  if (a.is_split() && !b.is_split()) {  // an M axis: with ta the only one, axis 1, is the product's rows
+    const int out_axis = ta ? 0 : a.axis;
+    return graph::Signature{{a, Layout::replicated()}, {Layout::split(out_axis, a.shares)}};
   }
   return partial_signature(q, {{0}, {1}});
 }

@@ -1,5 +1,6 @@
 // In-place variable updates emitted by optimizers (phase Update). Inputs that are variables are
 // written in place; the ops have no outputs.
+#include "graph/layout.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -12,17 +13,28 @@ std::vector<TensorType> check_update(const Attrs&, const std::vector<TensorType>
   if (in[2].shape.rank() != 0) throw ShapeError("optimizer update: learning rate must be a scalar");
   return {};
 }
+
+// A variable split over its devices is updated block by block: its gradient and slots (the
+// inputs of its shape) in the same blocks, the scalars whole.
+std::optional<graph::Signature> update_layout(const graph::LayoutQuery& q) {
+  const graph::Layout& var = q.in[0];
+  if (!var.is_split()) return std::nullopt;
+  graph::Signature s{std::vector<graph::Layout>(q.in.size()), {}};
+  for (std::size_t i = 0; i < q.in.size(); ++i)
+    if (q.input_type(static_cast<int>(i)).shape == q.input_type(0).shape) s.in[i] = var;
+  return s;
+}
 }  // namespace
 
 // sgd_update(var, grad, lr[, velocity]); attrs momentum, nesterov.
 REGISTER_OP(.name = "sgd_update", .infer = check_update, .writes_inputs = {0, 3}, .has_side_effects = true,
-            .gradient_input = 1);
+            .gradient_input = 1, .layout = update_layout);
 // adam_update(var, grad, lr, iteration, m, v); attrs beta_1, beta_2, epsilon, weight_decay.
 REGISTER_OP(.name = "adam_update", .infer = check_update, .writes_inputs = {0, 4, 5}, .has_side_effects = true,
-            .gradient_input = 1);
+            .gradient_input = 1, .layout = update_layout);
 // rmsprop_update(var, grad, lr, mean_square[, momentum]); attrs rho, epsilon, momentum.
 REGISTER_OP(.name = "rmsprop_update", .infer = check_update, .writes_inputs = {0, 3, 4}, .has_side_effects = true,
-            .gradient_input = 1);
+            .gradient_input = 1, .layout = update_layout);
 // increment(counter): counter += 1, after every update that read it.
 REGISTER_OP(
     .name = "increment",

@@ -42,15 +42,22 @@ Value spread(GradContext& c, double factor) {
 
 // Reducing other axes keeps a split on axis 0; summing over it leaves each device a partial sum.
 // (A mean over split rows would need the global row count: it falls back to replicated rows.)
+// A split along a kept axis stays split (along that axis's place in the output); sums over the
+// split axis are partial, means over it are not this rule's.
 graph::LayoutFn reduce_layout(bool sum) {
   return [sum](const graph::LayoutQuery& q) -> std::optional<Signature> {
     const Layout& in = q.in[0];
     if (in.is_partial()) return Signature{q.in, {in}};
-    if (!in.is_split() || in.axis != 0) return std::nullopt;
+    if (!in.is_split()) return std::nullopt;
     const std::vector<int64_t> axes = normalized_axes(q.node.attrs, q.input_type(0).shape.rank(), q.node.op.c_str());
-    if (std::find(axes.begin(), axes.end(), 0) == axes.end()) return Signature{q.in, {in}};
-    if (!sum) return std::nullopt;
-    return Signature{q.in, {Layout::partial()}};
+    if (std::find(axes.begin(), axes.end(), in.axis) != axes.end()) {
+      if (!sum) return std::nullopt;
+      return Signature{q.in, {Layout::partial()}};
+    }
+    int axis = in.axis;
+    if (!q.node.attrs.b("keepdims"))
+      axis -= static_cast<int>(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < in.axis; }));
+    return Signature{q.in, {Layout::split(axis, in.shares)}};
   };
 }
 }  // namespace

@@ -1,0 +1,166 @@
+// ModelSplit on virtual CPU devices. By placement: layers on 2 and 4 devices end five steps with
+// Default's weights, each device holds only its layers' weights, automatic placement balances
+// parameter bytes. By sharding: Dense kernels split by columns and rows, Megatron's MLP, the
+// Transformer's heads; each device keeps its blocks of the weights and optimizer slots; files
+// are the one logical file; bad layouts are errors.
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
+
+#include <cstdio>
+
+#include "distribute/stages.h"
+#include "distribute/strategy.h"
+#include "strategy_helpers.h"
+
+namespace tl = tandem::layers;
+namespace dist = tandem::distribute;
+namespace graph = tandem::graph;
+using tandem::Tensor;
+
+namespace {
+std::unique_ptr<tandem::Model> mlp() {
+  return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+      tl::InputLayer({20}), tl::Dense(32, "relu", {.name = "a"}), tl::Dropout(0.25, "drop"), tl::Dense(32, "tanh", {.name = "b"}),
+      tl::Dense(16, "relu", {.name = "c"}), tl::Dense(5, "", {.name = "d"})});
+}
+
+// Five training steps (batch 16, Adam) of `make()` under a strategy, from seed 3.
+template <typename Make>
+std::vector<Tensor> five_steps(Make make, dist::StrategyPtr strategy) {
+  tandem::set_random_seed(3);
+  auto model = make();
+  model->compile({.optimizer = tandem::optimizers::Adam(1e-3), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .metrics = {"accuracy"}, .strategy = strategy});
+  model->fit(blobs(80, 20, 5), {.epochs = 1, .batch_size = 16, .verbose = 0});
+  CHECK(model->optimizer()->iterations() == 5);
+  return model->get_weights();
+}
+
+// The variables each program of a plan binds, by path.
+std::vector<std::vector<std::string>> variables_per_program(const tandem::compile::Plan& plan) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& p : plan.programs) {
+    out.emplace_back();
+    for (const auto& v : p.graph.variables()) out.back().push_back(v.path);
+  }
+  return out;
+}
+
+int count_ops(const tandem::compile::Program& p, const std::string& op) {
+  int n = 0;
+  for (int id = 0; id < p.graph.size(); ++id) n += p.graph.node(id).op == op;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("model split: layers placed on 2 and 4 devices, by name and automatically, end five steps with Default's weights") {
+  const auto reference = five_steps(mlp, dist::Default());
+  const std::vector<std::pair<std::string, dist::StrategyPtr>> strategies = {
+      {"2 devices by name", dist::ModelSplit(cpus(2), {.placement = {{"b", "cpu:1"}}})},
+      {"4 devices by name", dist::ModelSplit(cpus(4), {.placement = {{"a", "cpu:3"}, {"b", "cpu:0"}, {"c", "cpu:2"}, {"d", "cpu:1"}}})},
+      {"2 devices automatically", dist::ModelSplit(cpus(2))},
+      {"4 devices automatically", dist::ModelSplit(cpus(4))},
+  };
+  for (const auto& [name, strategy] : strategies) {
+    INFO(name);
+    CHECK(max_relative_difference(five_steps(mlp, strategy), reference) <= 1e-5);
+  }
+}
+
+TEST_CASE("model split: each device holds its layers' weights and slots only, and activations cross by send/recv") {
+  const LayeredGraph lg({{"a", 16}, {"b", 16}, {"c", 16}, {"d", 16}}, 8, 12, tandem::optimizers::SGD(0.1, {.momentum = 0.9}));
+  const auto strategy = dist::ModelSplit(cpus(2), {.placement = {{"c", "cpu:1"}}});
+  const auto plan = strategy->lower(lg.g, lg.fetches, 1);
+  const auto vars = variables_per_program(plan);
+  auto holds = [&](int p, const std::string& path) { return std::find(vars[p].begin(), vars[p].end(), path) != vars[p].end(); };
+  for (const char* layer : {"a", "b"}) {
+    CHECK(holds(0, std::string(layer) + "/kernel"));
+    CHECK(holds(0, std::string("optimizer/") + layer + "/kernel/momentum"));
+    CHECK_FALSE(holds(1, std::string(layer) + "/kernel"));
+  }
+  for (const char* layer : {"c", "d"}) {
+    CHECK(holds(1, std::string(layer) + "/kernel"));
+    CHECK(holds(1, std::string("optimizer/") + layer + "/kernel/momentum"));
+    CHECK_FALSE(holds(0, std::string(layer) + "/kernel"));
+  }
+  // b's output forward, its gradient back: one send and one recv each way.
+  CHECK(count_ops(plan.programs[0], "send") == 1);
+  CHECK(count_ops(plan.programs[0], "recv") == 1);
+  CHECK(count_ops(plan.programs[1], "send") == 1);
+  CHECK(count_ops(plan.programs[1], "recv") == 1);
+}
+
+TEST_CASE("model split: automatic placement cuts where the parameter bytes balance") {
+  // Kernels (12·16, 16·1024, 1024·16, 16·16, 16·16): the two wide ones hold almost everything, so
+  // two devices take one each; the cut must minimise the larger device's bytes (checked against
+  // every cut).
+  const LayeredGraph lg({{"a", 16}, {"b", 1024}, {"c", 16}, {"d", 16}, {"e", 16}}, 8, 12);
+  const auto bytes = dist::parameter_bytes(lg.g);
+  REQUIRE(bytes.size() == 5);
+  CHECK(bytes[1].cost == 16 * 1024 * 4);
+  const auto plan = dist::ModelSplit(cpus(2))->lower(lg.g, lg.fetches, 1);
+  const auto vars = variables_per_program(plan);
+  std::size_t on_first = 0;
+  for (const auto& l : bytes) on_first += std::count(vars[0].begin(), vars[0].end(), l.layer + "/kernel");
+  double best = 1e300, chosen = 0;
+  for (std::size_t cut = 1; cut < 5; ++cut) {
+    double first = 0, second = 0;
+    for (std::size_t i = 0; i < 5; ++i) (i < cut ? first : second) += bytes[i].cost;
+    best = std::min(best, std::max(first, second));
+    if (cut == on_first) chosen = std::max(first, second);
+  }
+  CHECK(on_first == 2);  // a, b | c, d, e
+  CHECK(chosen == best);
+}
+
+TEST_CASE("model split: summary() lists each layer's device and parameter bytes") {
+  tandem::set_random_seed(1);
+  auto model = mlp();
+  model->compile({.optimizer = "adam", .loss = "mse", .strategy = dist::ModelSplit(cpus(2), {.placement = {{"c", "cpu:1"}}})});
+  const std::string text = model->summary_string();
+  INFO(text);
+  // Dense(20 → 32): (20·32 + 32)·4 bytes; Dense(32 → 32): 4224; Dense(32 → 16): 2112; Dense(16 → 5): 340.
+  CHECK(placement_row(text, "ModelSplit:", "a").find("cpu:0") != std::string::npos);
+  CHECK(placement_row(text, "ModelSplit:", "a").find("2688") != std::string::npos);
+  CHECK(placement_row(text, "ModelSplit:", "drop").find("cpu:0") != std::string::npos);
+  CHECK(placement_row(text, "ModelSplit:", "c").find("cpu:1") != std::string::npos);
+  CHECK(placement_row(text, "ModelSplit:", "d").find("340") != std::string::npos);
+  CHECK(text.find("cpu:0: 6912 parameter bytes") != std::string::npos);
+  CHECK(text.find("cpu:1: 2452 parameter bytes") != std::string::npos);
+}
+
+TEST_CASE("model split: weights saved under a placement load under Default with the same predictions") {
+  tandem::set_random_seed(4);
+  auto model = mlp();
+  model->compile({.optimizer = "adam", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .strategy = dist::ModelSplit(cpus(2))});
+  const auto data = blobs(32, 20, 5);
+  model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  const Tensor split = model->predict(data.x());
+  const std::string path = "model_split_test.weights.h5";
+  model->save_weights(path);
+  auto other = mlp();
+  other->compile({.optimizer = "adam", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  other->load_weights(path);
+  std::remove(path.c_str());
+  const Tensor plain = other->predict(data.x());
+  CHECK(max_relative_difference({plain}, {split}) <= 1e-6);
+}
+
+TEST_CASE("model split errors: an unknown layer or device, more devices than layers") {
+  auto model = mlp();
+  auto fit_under = [&](dist::StrategyPtr s) {
+    model->compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = s});
+    model->fit(blobs(16, 20, 5), {.epochs = 1, .batch_size = 16, .verbose = 0});
+  };
+  CHECK_THROWS_WITH_AS(fit_under(dist::ModelSplit(cpus(2), {.placement = {{"dense_9", "cpu:1"}}})),
+                       "ModelSplit: placement names layer 'dense_9', which is not a layer of the model; its layers are a, drop, b, c, d",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::ModelSplit(cpus(2), {.placement = {{"a", "cpu:5"}}}),
+                       "ModelSplit: placement puts layer 'a' on 'cpu:5', which is not one of the strategy's devices (cpu:0, cpu:1)",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(fit_under(dist::ModelSplit(cpus(6))),
+                       "ModelSplit: 6 devices for a model of 5 layers (a, drop, b, c, d); use at most 5 devices or name a placement",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::ModelSplit({"cpu:0", "cpu:0"}), "ModelSplit: device 'cpu:0' is listed twice", tandem::ValueError);
+}
