@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "compile/boxing.h"
@@ -173,18 +174,17 @@ class Lowering {
         in.push_back(counterparts ? sig_[at(v.node)].out[at(v.index)] : Layout::replicated());
         all_replicated = all_replicated && in.back().is_replicated();
       }
-      Signature s;
-      if (m > 1 && node.def->source == ops::Source::Feed && o_.feed_layout) s.out = {o_.feed_layout(node, m)};
+      std::optional<Signature> s;  // none: everything replicated
+      if (m > 1 && node.def->source == ops::Source::Feed && o_.feed_layout) s = Signature{{}, {o_.feed_layout(node, m)}};
       else if (m > 1 && node.def->source == ops::Source::Variable && o_.variable_layout)
-        s.out = {o_.variable_layout(g_.variables()[variable_index(g_, node)], m)};
-      else if (m > 1 && !all_replicated && node.def->layout) {
-        if (auto rule = node.def->layout(graph::LayoutQuery{g_, node, in, m})) s = std::move(*rule);
-      }
-      if (s.out.empty()) s = {std::vector<Layout>(in.size()), std::vector<Layout>(node.outputs.size())};
-      if (s.in.size() != node.inputs.size() || s.out.size() != node.outputs.size())
+        s = Signature{{}, {o_.variable_layout(g_.variables()[variable_index(g_, node)], m)}};
+      else if (m > 1 && !all_replicated && node.def->layout)
+        s = node.def->layout(graph::LayoutQuery{g_, node, in, m});
+      if (!s) s = Signature{std::vector<Layout>(in.size()), std::vector<Layout>(node.outputs.size())};
+      if (s->in.size() != node.inputs.size() || s->out.size() != node.outputs.size())
         throw Error("internal: the layout rule of " + where(node) + " answered for the wrong number of inputs or outputs");
-      for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices, s.in[i]);
-      sig_[at(id)] = std::move(s);
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices, s->in[i]);
+      sig_[at(id)] = std::move(*s);
     }
     for (Value f : fetches_) demands_[{f.node, f.index}].insert("fetch");
   }
@@ -217,7 +217,7 @@ class Lowering {
         const Located& own = value_[at(node.inputs[i].node)][at(node.inputs[i].index)];
         if (writes(node, static_cast<int>(i)) && ins.back().part != own.part)
           throw Error("internal: lowering " + where(node) + ": the variable it writes (input " + std::to_string(i) + ", '" +
-                      variables_.at(static_cast<int>(g_.node(node.inputs[i].node).attrs.i("var"))).path + "') would be a copy on its devices");
+                      variables_.at(static_cast<int>(g_.node(node.inputs[i].node).attrs.i("var"))).path + "') would be a copy on its devices (it lies " + own.layout.str() + ", the update wants " + sig_[at(id)].in[i].str() + ")");
       }
       emit_node(id, ins);
     }
