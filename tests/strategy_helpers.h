@@ -90,3 +90,36 @@ inline std::string placement_row(const std::string& text, const std::string& tit
   if (at == std::string::npos) return "(no row for " + layer + " under " + title + ")";
   return text.substr(at, text.find('\n', at) - at);
 }
+
+// The Transformer example's blocks at small sizes, trained for five steps (batch 16, SGD with
+// momentum) from seed 12 under `strategy`: tokens -> embedding + positions -> 2 × (layer norm,
+// causal self-attention "attn_i" with dropout, residual add, layer norm, feed-forward "up_i"
+// (gelu) and "down_i", residual add) -> layer norm -> next-token logits "logits".
+inline std::vector<tandem::Tensor> train_transformer(tandem::distribute::StrategyPtr strategy) {
+  namespace tl = tandem::layers;
+  const int64_t V = 8, T = 6, D = 16, rows = 80;
+  std::mt19937_64 gen(5);
+  std::uniform_int_distribution<int32_t> tok(0, V - 1);
+  std::vector<int32_t> x(static_cast<std::size_t>(rows * T)), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = tok(gen);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = (i + 1) % static_cast<std::size_t>(T) ? x[i + 1] : x[i];
+  tandem::set_random_seed(12);
+  auto in = tandem::Input({T}, tandem::DType::I32);
+  auto e = tl::Embedding(V, D, {.name = "tokens"})(in);
+  auto h = tl::Add()({e, tl::PositionEmbedding(T)(e)});
+  for (int block = 0; block < 2; ++block) {
+    const std::string i = std::to_string(block);
+    auto n = tl::LayerNormalization()(h);
+    h = tl::Add()({h, tl::MultiHeadAttention(2, 8, {.dropout = 0.1, .use_causal_mask = true, .name = "attn_" + i})({n, n})});
+    auto n1 = tl::LayerNormalization()(h);
+    h = tl::Add()({h, tl::Dense(D, "", {.name = "down_" + i})(tl::Dense(2 * D, "gelu", {.name = "up_" + i})(n1))});
+  }
+  tandem::Model model(in, tl::Dense(V, "", {.name = "logits"})(tl::LayerNormalization()(h)));
+  // SGD: attention's key bias has a zero gradient up to rounding (softmax ignores a shift),
+  // which Adam's division by √v would turn into steps of the learning rate's size.
+  model.compile({.optimizer = tandem::optimizers::SGD(0.1, {.momentum = 0.9}),
+                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = strategy});
+  model.fit(tandem::Tensor::from({rows, T}, std::span<const int32_t>(x)), tandem::Tensor::from({rows, T}, std::span<const int32_t>(y)),
+            {.epochs = 1, .batch_size = 16, .verbose = 0});
+  return model.get_weights();
+}

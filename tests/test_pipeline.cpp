@@ -143,35 +143,7 @@ TEST_CASE("pipeline: under 2 stages × 2 replicas each replica sends to its coun
 }
 
 TEST_CASE("pipeline: the Transformer example's model (residual connections across stages, attention dropout) trains like Default") {
-  // The example's blocks at small sizes: tokens -> embedding + positions -> 2 × (layer norm,
-  // causal self-attention, residual add, layer norm, feed-forward, residual add) -> layer norm
-  // -> next-token logits.
-  const int64_t V = 8, T = 6, D = 16, rows = 80;
-  std::mt19937_64 gen(5);
-  std::uniform_int_distribution<int32_t> tok(0, V - 1);
-  std::vector<int32_t> x(static_cast<std::size_t>(rows * T)), y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = tok(gen);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = (i + 1) % static_cast<std::size_t>(T) ? x[i + 1] : x[i];
-  auto train = [&](dist::StrategyPtr strategy) {
-    tandem::set_random_seed(12);
-    auto in = tandem::Input({T}, tandem::DType::I32);
-    auto e = tl::Embedding(V, D)(in);
-    auto h = tl::Add()({e, tl::PositionEmbedding(T)(e)});
-    for (int block = 0; block < 2; ++block) {
-      auto n = tl::LayerNormalization()(h);
-      h = tl::Add()({h, tl::MultiHeadAttention(2, 8, {.dropout = 0.1, .use_causal_mask = true})({n, n})});
-      auto n1 = tl::LayerNormalization()(h);
-      h = tl::Add()({h, tl::Dense(D)(tl::Dense(2 * D, "gelu")(n1))});
-    }
-    tandem::Model model(in, tl::Dense(V)(tl::LayerNormalization()(h)));
-    // SGD: attention's key bias has a zero gradient up to rounding (softmax ignores a shift),
-    // which Adam's division by √v would turn into steps of the learning rate's size.
-    model.compile({.optimizer = tandem::optimizers::SGD(0.1, {.momentum = 0.9}),
-                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = strategy});
-    model.fit(Tensor::from({rows, T}, std::span<const int32_t>(x)), Tensor::from({rows, T}, std::span<const int32_t>(y)),
-              {.epochs = 1, .batch_size = 16, .verbose = 0});
-    return model.get_weights();
-  };
+  auto train = [](dist::StrategyPtr strategy) { return train_transformer(strategy); };
   const std::vector<Tensor> reference = train(dist::Default());
   for (int stages : {2, 4})
     for (int64_t micro : {1, 4})

@@ -221,6 +221,11 @@ class Lowering {
       }
       emit_node(id, ins);
     }
+    // Fetches are read back by rows: one split along another axis is gathered first.
+    for (Value f : fetches_) {
+      const Located& loc = value_[at(f.node)][at(f.index)];
+      fetched_.push_back(loc.layout.is_split() && loc.layout.axis != 0 ? convert(f, loc.devices, Layout::replicated(), loc.stage) : loc);
+    }
   }
 
   void emit_node(int id, const std::vector<Located>& ins) {
@@ -335,13 +340,10 @@ class Lowering {
 
   Plan programs() {
     Plan plan;
-    for (Value f : fetches_) {
-      const Located& loc = value_[at(f.node)][at(f.index)];
-      plan.fetches.push_back({loc.layout, loc.devices});
-    }
+    for (const Located& loc : fetched_) plan.fetches.push_back({loc.layout, loc.devices});
     for (int d = 0; d < k_; ++d) {
       std::vector<Value> fetches;
-      for (Value f : fetches_) fetches.push_back(value_[at(f.node)][at(f.index)].on(d));
+      for (const Located& loc : fetched_) fetches.push_back(loc.on(d));
       Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches,
                                  o_.in_flight ? o_.in_flight(d) : 1);
       for (int id = 0; id < g_.size(); ++id) {
@@ -372,6 +374,7 @@ class Lowering {
   std::vector<int> stage_;                                   // per node (-1: a source, per device)
   std::map<std::pair<int, int>, std::set<std::string>> demands_;  // per value: what its readers need
   std::vector<std::vector<Located>> value_;                  // per node, per output
+  std::vector<Located> fetched_;                             // per fetch, as it is read
   std::vector<std::vector<int>> local_node_;                 // per node, per device
   std::map<std::string, Located> converted_;
   std::map<int, graph::VariableInfo> variables_;

@@ -36,7 +36,7 @@ REGISTER_OP(
       const Value a = c.input(0), b = c.input(1), dy = c.dy();
       c.set(0, ta ? batch_matmul(c.g, b, dy, tb, true) : batch_matmul(c.g, dy, b, false, !tb));
       c.set(1, tb ? batch_matmul(c.g, dy, a, true, ta) : batch_matmul(c.g, a, dy, !ta, false));
-    }, .layout = rows({.batch_inputs = {0, 1}, .linear = {{0}, {1}}, .min_rank = 3}));
+    }, .layout = rows({.batch_inputs = {0, 1}, .linear = {{0}, {1}}, .min_rank = 3, .leading = 2}));
 
 Value batch_matmul(Graph& g, Value a, Value b, bool ta, bool tb) {
   return g.add("batch_matmul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}});

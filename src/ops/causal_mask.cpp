@@ -23,7 +23,7 @@ REGISTER_OP(
     .grad = [](GradContext& c) {
       const int64_t offset = c.attrs().i("offset");
       c.set(0, c.g.add("causal_mask", {c.dy()}, {{"offset", offset}, {"value", 0.0}}));
-    }, .layout = rows({.batch_inputs = {0}, .min_rank = 3}));
+    }, .layout = rows({.batch_inputs = {0}, .min_rank = 3, .leading = 2}));
 
 Value causal_mask(Graph& g, Value scores, int64_t offset) {
   return g.add("causal_mask", {scores}, {{"offset", offset}, {"value", kMaskedScore}});

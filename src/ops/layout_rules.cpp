@@ -9,28 +9,37 @@ namespace tandem::ops {
 namespace {
 std::size_t at(int i) { return static_cast<std::size_t>(i); }
 
+// The axis a batch input's split may have: 0, or with `leading` any axis before the last
+// `leading` ones that is not the op's own axis.
+bool passes(const graph::LayoutQuery& q, const RowsRule& r, const Layout& l, int rank) {
+  if (!l.is_split()) return false;
+  if (r.axis_attr && normalize_axis(q.node.attrs.i(r.axis_attr), rank, q.node.op.c_str()) == l.axis) return false;
+  return l.axis == 0 || (r.leading > 0 && l.axis < rank - r.leading);
+}
+
 std::optional<Signature> rows_signature(const graph::LayoutQuery& q, const RowsRule& r) {
   if (r.axis_attr && normalize_axis(q.node.attrs.i(r.axis_attr), q.input_type(0).shape.rank(), q.node.op.c_str()) == 0)
     return std::nullopt;
   const Layout* ref = nullptr;
   int64_t extent = 0;
   for (int i : r.batch_inputs)
-    if (q.in[at(i)].is_split() && q.in[at(i)].axis == 0) {
+    if (passes(q, r, q.in[at(i)], q.input_type(i).shape.rank())) {
       ref = &q.in[at(i)];
-      extent = q.input_type(i).shape[0];
+      extent = q.input_type(i).shape[ref->axis];
       break;
     }
   if (!ref) return partial_signature(q, r.linear);
+  const int axis = ref->axis;
   Signature s{std::vector<Layout>(q.in.size()), std::vector<Layout>(q.node.outputs.size(), *ref)};
   for (int i : r.batch_inputs) {
     const Shape& shape = q.input_type(i).shape;
-    if (shape.rank() < std::max(1, r.min_rank) || shape[0] != extent) return std::nullopt;
+    if (shape.rank() < std::max({1, r.min_rank, axis + 1}) || shape[axis] != extent) return std::nullopt;
     s.in[at(i)] = *ref;
   }
   for (int o : r.partial_outputs) s.out[at(o)] = Layout::partial();
   for (std::size_t o = 0; o < s.out.size(); ++o) {
     const Shape& shape = q.node.outputs[o].shape;
-    if (s.out[o].is_split() && (shape.rank() < 1 || shape[0] != extent)) return std::nullopt;
+    if (s.out[o].is_split() && (shape.rank() <= axis || shape[axis] != extent)) return std::nullopt;
   }
   return s;
 }

@@ -25,6 +25,9 @@ struct RowsRule {
   LinearIn linear;
   const char* axis_attr = nullptr;     // the op works along this axis: not along the batch
   int min_rank = 1;                    // batch inputs of lower rank have no batch axis
+  // > 0: the op works within the last `leading` axes (and its axis_attr), so a split of any axis
+  // before them (attention's heads) passes through as rows do.
+  int leading = 0;
 };
 LayoutFn rows(RowsRule rule);
 

@@ -6,28 +6,39 @@
 namespace tandem::ops {
 
 namespace {
-// Rows stay rows when each device's block of input rows is a whole number of output rows
-// (flattening (B, H, W, C) to (B, HWC), or folding a sequence (B, T, D) into (BT, D)).
+// A split axis stays split where the output has an axis that starts at the same outer block
+// (the product of the axes before it is the same) and each device's block is a whole number of
+// that axis's elements: rows stay rows when flattening (B, H, W, C) to (B, HWC) or folding
+// (B, T, D) into (BT, D); attention's heads stay split when (B, T, H·D) becomes (B, T, H, D).
 std::optional<Signature> reshape_layout(const graph::LayoutQuery& q) {
   const Layout& in = q.in[0];
   if (in.is_partial()) return Signature{q.in, {in}};
   const Shape &from = q.input_type(0).shape, &to = q.output_type().shape;
-  if (!in.is_split() || in.axis != 0 || to.rank() < 1 || from[0] == 0 || to[0] == 0) return std::nullopt;
-  const int64_t row_in = from.num_elements() / from[0], row_out = to.num_elements() / to[0];
-  std::vector<int64_t> shares;
-  for (int64_t s : in.shares) {
-    if (row_out == 0 || s * row_in % row_out != 0) return std::nullopt;
-    shares.push_back(s * row_in / row_out);
+  if (!in.is_split() || to.rank() < 1 || from.num_elements() == 0) return std::nullopt;
+  int64_t outer = 1, inner_in = 1;
+  for (int i = 0; i < in.axis; ++i) outer *= from[i];
+  for (int i = in.axis + 1; i < from.rank(); ++i) inner_in *= from[i];
+  int64_t prefix = 1;
+  for (int b = 0; b < to.rank(); prefix *= to[b], ++b) {
+    if (prefix != outer || to[b] == 1) continue;
+    const int64_t inner_out = to.num_elements() / (prefix * to[b]);
+    std::vector<int64_t> shares;
+    for (int64_t s : in.shares) {
+      if (s * inner_in % inner_out != 0) return std::nullopt;
+      shares.push_back(s * inner_in / inner_out);
+    }
+    return Signature{q.in, {Layout::split(b, std::move(shares))}};
   }
-  return Signature{q.in, {Layout::split(0, std::move(shares))}};
+  return std::nullopt;
 }
 
-// Broadcasting along other axes keeps a split on axis 0; a partial sum broadcasts to one.
+// Broadcasting along other axes keeps a split of an axis the output has whole as it is; a
+// partial sum broadcasts to one.
 std::optional<Signature> broadcast_layout(const graph::LayoutQuery& q) {
   const Layout& in = q.in[0];
   if (in.is_partial()) return Signature{q.in, {in}};
   const Shape &from = q.input_type(0).shape, &to = q.output_type().shape;
-  if (!in.is_split() || in.axis != 0 || from.rank() != to.rank() || from[0] != to[0]) return std::nullopt;
+  if (!in.is_split() || from.rank() != to.rank() || from[in.axis] != to[in.axis]) return std::nullopt;
   return Signature{q.in, {in}};
 }
 }  // namespace

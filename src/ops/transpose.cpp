@@ -28,11 +28,14 @@ std::vector<TensorType> infer_transpose(const Attrs& a, const std::vector<Tensor
   return one({Shape(out), in[0].dtype});
 }
 
-// A permutation that keeps axis 0 in place keeps its split; partial sums permute as they are.
+// A split moves with its axis; partial sums permute as they are.
 std::optional<graph::Signature> transpose_layout(const graph::LayoutQuery& q) {
   const graph::Layout& in = q.in[0];
-  if (in.is_partial() || (in.is_split() && in.axis == 0 && q.node.attrs.ints("perm")[0] == 0)) return graph::Signature{q.in, {in}};
-  return std::nullopt;
+  if (in.is_partial()) return graph::Signature{q.in, {in}};
+  if (!in.is_split()) return std::nullopt;
+  const std::vector<int64_t> perm = q.node.attrs.ints("perm");  // output axis b is input axis perm[b]
+  const auto b = std::find(perm.begin(), perm.end(), in.axis) - perm.begin();
+  return graph::Signature{q.in, {graph::Layout::split(static_cast<int>(b), in.shares)}};
 }
 }  // namespace
 
