@@ -52,16 +52,17 @@ class ShardingStrategy : public Strategy {
       if (std::count(mesh_.axis_names.begin(), mesh_.axis_names.end(), mesh_.axis_names[a]) > 1)
         throw ValueError("ModelSplit: mesh axis name '" + mesh_.axis_names[a] + "' is used twice");
       size *= mesh_.shape[a];
-      if (mesh_.shape[a] > 1) {
-        if (!split_axis_.empty())
-          throw ValueError("ModelSplit: a mesh with more than one axis longer than 1 (shape " + shape_list(mesh_.shape) +
-                           ") is not supported yet; split over one axis");
-        split_axis_ = mesh_.axis_names[a];
-      }
     }
     if (size != static_cast<int64_t>(devices_.size()))
       throw ValueError("ModelSplit: a mesh of shape " + shape_list(mesh_.shape) + " needs " + std::to_string(size) + " devices, got " +
                        std::to_string(devices_.size()));
+    for (std::size_t a = 0; a < mesh_.shape.size(); ++a) {
+      if (mesh_.shape[a] == 1) continue;
+      if (!split_axis_.empty())
+        throw ValueError("ModelSplit: a mesh with more than one axis longer than 1 (shape " + shape_list(mesh_.shape) +
+                         ") is not supported yet; split over one axis");
+      split_axis_ = mesh_.axis_names[a];
+    }
     for (const auto& [pattern, layout] : map_) {
       try {
         patterns_.emplace_back(pattern);

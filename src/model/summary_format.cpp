@@ -223,9 +223,9 @@ std::string format_summary(const std::string& model_name, const std::vector<Summ
 std::string format_placement(const std::string& title, const std::vector<std::string>& header,
                              const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right,
                              const std::vector<std::string>& notes) {
-  std::vector<double> ends;  // Keras's 88 characters; the first column (names) twice as wide
+  std::vector<double> ends;  // 100 characters; the first column (names) twice as wide
   for (size_t i = 1; i <= header.size(); ++i) ends.push_back(static_cast<double>(i + 1) / static_cast<double>(header.size() + 1));
-  std::string out = "\n" + title + "\n" + table(header, rows, right, column_widths(88, ends));
+  std::string out = "\n" + title + "\n" + table(header, rows, right, column_widths(100, ends));
   for (const std::string& note : notes) out += " " + note + "\n";
   return out;
 }
