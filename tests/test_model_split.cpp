@@ -375,3 +375,27 @@ TEST_CASE("model split sharding errors: a layout that does not divide, an unknow
         "ModelSplit: warning: layout_map['upp/kernel'] matches no weight; the weights are up/kernel, up/bias, down/kernel, down/bias, "
         "out/kernel, out/bias\n");
 }
+
+TEST_CASE("model split sharding: an Embedding split by vocabulary looks up each id on the device holding its row and trains like Default") {
+  const int64_t V = 16, T = 5, rows = 80;
+  std::mt19937_64 gen(8);
+  std::uniform_int_distribution<int32_t> tok(0, V - 1);
+  std::vector<int32_t> ids(static_cast<std::size_t>(rows * T)), labels(static_cast<std::size_t>(rows));
+  for (int32_t& i : ids) i = tok(gen);
+  for (int64_t r = 0; r < rows; ++r) labels[static_cast<std::size_t>(r)] = ids[static_cast<std::size_t>(r * T)] % 3;
+  auto train = [&](dist::StrategyPtr strategy) {
+    tandem::set_random_seed(2);
+    auto in = tandem::Input({T}, tandem::DType::I32);
+    tandem::Model model(in, tl::Dense(3, "", {.name = "out"})(tl::Flatten()(tl::Embedding(V, 8, {.name = "tokens"})(in))));
+    model.compile({.optimizer = tandem::optimizers::Adam(1e-2), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                   .strategy = strategy});
+    model.fit(Tensor::from({rows, T}, std::span<const int32_t>(ids)), Tensor::from({rows}, std::span<const int32_t>(labels)),
+              {.epochs = 1, .batch_size = 16, .verbose = 0});
+    return model.get_weights();
+  };
+  const auto reference = train(dist::Default());
+  for (int k : {2, 4}) {
+    INFO(k << " devices");
+    CHECK(max_relative_difference(train(dist::ModelSplit(model_mesh(k), {{"tokens/embeddings", {"model", ""}}})), reference) <= 1e-5);
+  }
+}

@@ -1,4 +1,5 @@
-// gather (row lookup in a table: what Embedding runs) and its adjoint scatter_add.
+// gather (row lookup in a table: what Embedding runs) and its adjoint scatter_add. A device
+// holding a block of the table (attrs "first", "vocab") looks up only the ids in its block.
 #include "ops/attention.h"
 #include "ops/layout_rules.h"
 #include "ops/ops.h"
@@ -35,6 +36,24 @@ std::vector<TensorType> infer_scatter_add(const Attrs& a, const std::vector<Tens
   if (rows <= 0) throw ShapeError("scatter_add: rows must be positive, got " + std::to_string(rows));
   return one({Shape{rows, u.back()}, in[0].dtype});
 }
+// A table split by rows (the vocabulary over devices): each device looks up the ids in its block
+// and writes zeros for the others, so the lookups are partial sums. Otherwise rows of ids give
+// rows of the output.
+std::optional<Signature> gather_layout(const graph::LayoutQuery& q) {
+  if (q.in[0].is_split() && q.in[0].axis == 0) return Signature{{q.in[0], Layout::replicated()}, {Layout::partial()}};
+  static const LayoutFn by_rows = rows({.batch_inputs = {1}});
+  return by_rows(q);
+}
+
+// The device's block of the table: its first row and the whole table's rows (for the id check).
+void gather_block(Attrs& attrs, const Signature& sig, int position) {
+  const Layout& table = sig.in[0];
+  if (!table.is_split()) return;
+  int64_t rows = 0;
+  for (int64_t s : table.shares) rows += s;
+  attrs.set("first", table.offset(position));
+  attrs.set("vocab", rows);
+}
 }  // namespace
 
 REGISTER_OP(
@@ -43,7 +62,7 @@ REGISTER_OP(
       const int64_t rows = c.input_type(0).shape[0];
       const std::string owner = c.attrs().s("owner");
       c.set(0, scatter_add(c.g, c.dy(), c.input(1), rows, owner));
-    }, .layout = rows({.batch_inputs = {1}}));
+    }, .layout = gather_layout, .localize = gather_block);
 
 REGISTER_OP(
     .name = "scatter_add", .infer = infer_scatter_add, .grad = [](GradContext& c) {

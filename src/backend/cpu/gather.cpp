@@ -48,7 +48,9 @@ void check(const std::string& owner, const char* op, const Ids& ids, int64_t row
 template <class T>
 KernelFn make_gather(const KernelInit& k) {
   const T* table = in<T>(k, 0);
-  const int64_t rows = k.in_types[0].shape[0], d = k.in_types[0].shape[1];
+  const int64_t block = k.in_types[0].shape[0], d = k.in_types[0].shape[1];
+  // A block of a table split by rows: rows [first, first + block) of `rows`; other ids give zeros.
+  const int64_t first = k.node.attrs.i("first", 0), rows = k.node.attrs.i("vocab", block);
   const Ids ids = ids_of(k);
   T* y = out<T>(k);
   const std::string owner = k.node.attrs.s("owner");
@@ -56,7 +58,11 @@ KernelFn make_gather(const KernelInit& k) {
   return [=] {
     check(owner, "gather", ids, rows);
     ctx->parallel_for(ids.count, kElementwiseGrain / (d + 1) + 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) std::memcpy(y + i * d, table + ids.at(i) * d, static_cast<std::size_t>(d) * sizeof(T));
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t row = ids.at(i) - first;
+        if (row >= 0 && row < block) std::memcpy(y + i * d, table + row * d, static_cast<std::size_t>(d) * sizeof(T));
+        else std::fill(y + i * d, y + (i + 1) * d, T(0));
+      }
     });
   };
 }
