@@ -10,6 +10,7 @@
 #include <set>
 
 #include "compile/lower.h"
+#include "compile/nest.h"
 #include "distribute/comm/inprocess.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
@@ -56,13 +57,36 @@ class ShardingStrategy : public Strategy {
     if (size != static_cast<int64_t>(devices_.size()))
       throw ValueError("ModelSplit: a mesh of shape " + shape_list(mesh_.shape) + " needs " + std::to_string(size) + " devices, got " +
                        std::to_string(devices_.size()));
-    for (std::size_t a = 0; a < mesh_.shape.size(); ++a) {
-      if (mesh_.shape[a] == 1) continue;
-      if (!split_axis_.empty())
-        throw ValueError("ModelSplit: a mesh with more than one axis longer than 1 (shape " + shape_list(mesh_.shape) +
-                         ") is not supported yet; split over one axis");
-      split_axis_ = mesh_.axis_names[a];
+    // The axes longer than 1: one (it splits the weights, and the batch if it is the batch
+    // axis), or the batch axis and one more that splits the weights.
+    std::vector<std::size_t> used;
+    for (std::size_t a = 0; a < mesh_.shape.size(); ++a)
+      if (mesh_.shape[a] > 1) used.push_back(a);
+    if (used.size() > 2)
+      throw ValueError("ModelSplit: a mesh of shape " + shape_list(mesh_.shape) + " has more than two axes longer than 1; use at most two");
+    std::size_t batch = mesh_.shape.size(), model = mesh_.shape.size();
+    for (std::size_t a : used) (mesh_.axis_names[a] == options_.batch_axis ? batch : model) = a;
+    if (used.size() == 2 && (batch == mesh_.shape.size() || model == mesh_.shape.size()))
+      throw ValueError("ModelSplit: a mesh with two axes longer than 1 (" + join(mesh_.axis_names) + ") needs one of them to be the batch axis '" +
+                       options_.batch_axis + "'");
+    if (used.size() == 1) model = used[0];
+    rows_ = batch < mesh_.shape.size() && used.size() == 2 ? mesh_.shape[batch] : 1;
+    if (model < mesh_.shape.size()) weight_axis_ = mesh_.axis_names[model];
+    if (used.size() == 1 && mesh_.axis_names[model] == options_.batch_axis) split_rows_ = true;
+    // Device (i, j) of rows × columns (batch index i, model index j) is program i·m + j.
+    const int64_t m = static_cast<int64_t>(devices_.size()) / rows_;
+    std::vector<std::string> ordered(devices_.size());
+    for (std::size_t flat = 0; flat < devices_.size(); ++flat) {
+      int64_t rest = static_cast<int64_t>(flat), i = 0, j = 0;
+      for (std::size_t a = mesh_.shape.size(); a-- > 0;) {
+        const int64_t coordinate = rest % mesh_.shape[a];
+        rest /= mesh_.shape[a];
+        if (a == batch && rows_ > 1) i = coordinate;
+        if (a == model) j = coordinate;
+      }
+      ordered[static_cast<std::size_t>(i * m + j)] = devices_[flat];
     }
+    devices_ = ordered;
     for (const auto& [pattern, layout] : map_) {
       try {
         patterns_.emplace_back(pattern);
@@ -83,22 +107,16 @@ class ShardingStrategy : public Strategy {
 
   compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
     warn_unmatched(g);
-    std::vector<int> all(devices_.size());
-    for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
-    compile::LoweringOptions o;
-    o.devices = devices_;
-    o.place = [all](const graph::Node&) { return all; };
-    if (split_axis_ == options_.batch_axis)
-      o.feed_layout = [](const graph::Node& feed, int k) {
-        const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
-        if (rows < k)
-          throw ValueError("ModelSplit: a batch of " + std::to_string(rows) + " rows cannot be split over the " + std::to_string(k) +
-                           " devices of the batch axis; use batches of at least " + std::to_string(k) + " rows");
-        return graph::Layout::even_split(0, rows, k);
-      };
-    o.variable_layout = [this](const graph::VariableInfo& v, int) { return layout_of(v); };
-    o.micro_batches = micro_batches;
-    return compile::lower(g, fetches, o);
+    if (rows_ == 1) return compile::lower(g, fetches, options(devices_, split_rows_, true, micro_batches));
+    // The batch axis first, data parallel over the rows of the mesh; then each row's program
+    // over the row's devices, its weights split.
+    std::vector<std::string> row_names;
+    for (int64_t i = 0; i < rows_; ++i) row_names.push_back("row:" + std::to_string(i));
+    const auto m = static_cast<int64_t>(devices_.size()) / rows_;
+    return compile::nest(compile::lower(g, fetches, options(row_names, true, false, micro_batches)), [&](const compile::Program& row, int i) {
+      const std::vector<std::string> devices(devices_.begin() + i * m, devices_.begin() + (i + 1) * m);
+      return compile::lower(row.graph, row.fetches, options(devices, false, true, micro_batches));
+    });
   }
 
   PlacementTable placement(const graph::Graph& g) const override {
@@ -109,7 +127,7 @@ class ShardingStrategy : public Strategy {
                      {}};
     std::size_t whole = 0, per_device = 0;
     for (const graph::VariableInfo& v : g.variables()) {
-      const graph::Layout l = layout_of(v);
+      const graph::Layout l = layout_of(v, static_cast<int>(devices_.size() / static_cast<std::size_t>(rows_)));
       const std::size_t local = l.local(v.type, 0).bytes();
       whole += v.type.bytes();
       per_device += local;
@@ -121,6 +139,26 @@ class ShardingStrategy : public Strategy {
   }
 
  private:
+  // Every node on every device; each batch split by rows, or each weight by its layout.
+  compile::LoweringOptions options(const std::vector<std::string>& devices, bool split_rows, bool split_weights, int micro_batches) const {
+    compile::LoweringOptions o;
+    o.devices = devices;
+    std::vector<int> all(devices.size());
+    for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
+    o.place = [all](const graph::Node&) { return all; };
+    if (split_rows)
+      o.feed_layout = [](const graph::Node& feed, int k) {
+        const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
+        if (rows < k)
+          throw ValueError("ModelSplit: a batch of " + std::to_string(rows) + " rows cannot be split over the " + std::to_string(k) +
+                           " devices of the batch axis; use batches of at least " + std::to_string(k) + " rows");
+        return graph::Layout::even_split(0, rows, k);
+      };
+    if (split_weights) o.variable_layout = [this](const graph::VariableInfo& v, int k) { return layout_of(v, k); };
+    o.micro_batches = micro_batches;
+    return o;
+  }
+
   // The TensorLayout of a weight path (a slot's: its weight's), or none.
   TensorLayout tensor_layout(const std::string& path, const Shape& shape) const {
     std::string owner = path;
@@ -139,11 +177,14 @@ class ShardingStrategy : public Strategy {
     return {};
   }
 
-  graph::Layout layout_of(const graph::VariableInfo& v) const {
+  // A weight's layout over the `k` devices that split the weights.
+  graph::Layout layout_of(const graph::VariableInfo& v, int k) const {
     const TensorLayout l = tensor_layout(v.path, v.type.shape);
-    const int k = static_cast<int>(devices_.size());
     for (std::size_t a = 0; a < l.size(); ++a) {
-      if (l[a].empty() || l[a] != split_axis_) continue;  // whole, or over an axis of one device
+      if (l[a].empty() || (l[a] != weight_axis_ && (rows_ == 1 || l[a] != options_.batch_axis))) continue;  // whole, or one device
+      if (l[a] != weight_axis_)
+        throw ValueError("ModelSplit: the layout " + str(l) + " of weight '" + v.path + "' splits it over the batch axis '" + l[a] +
+                         "'; with a batch axis and a model axis '" + weight_axis_ + "' weights split over the model axis only");
       const int64_t extent = v.type.shape[static_cast<int>(a)];
       if (extent % k != 0)
         throw ValueError("ModelSplit: the layout " + str(l) + " of weight '" + v.path + "' (shape " + v.type.shape.str() + ") splits axis " +
@@ -172,7 +213,9 @@ class ShardingStrategy : public Strategy {
   ShardingOptions options_;
   std::vector<std::string> devices_;
   std::vector<std::regex> patterns_;
-  std::string split_axis_;  // the one mesh axis longer than 1 ("" if none)
+  int64_t rows_ = 1;          // devices along the batch axis when another axis splits the weights
+  std::string weight_axis_;   // the mesh axis that splits the weights ("" if none)
+  bool split_rows_ = false;   // one axis only, the batch axis: it splits the batch too
   std::shared_ptr<comm::InProcessCommunicator> comm_;
   mutable std::mutex warned_mutex_;
   mutable bool warned_ = false;

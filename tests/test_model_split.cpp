@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "distribute/stages.h"
@@ -321,7 +322,7 @@ TEST_CASE("model split sharding: summary() shows each weight's layout and bytes 
   CHECK(text.find("Each device holds 1588 of the 5140 weight bytes (30.9%)") != std::string::npos);
 }
 
-TEST_CASE("model split sharding: a checkpoint saved under a split loads under Default with the same predictions, and the reverse") {
+TEST_CASE("model split sharding: a checkpoint saved under a 2×2 mesh loads under Default with the same predictions, and the reverse") {
   const auto data = blobs(32, 20, 5);
   auto trained = [&](dist::StrategyPtr s) {
     tandem::set_random_seed(6);
@@ -331,14 +332,15 @@ TEST_CASE("model split sharding: a checkpoint saved under a split loads under De
     return model;
   };
   const std::string path = "model_split_mesh_test.weights.h5";
+  const dist::DeviceMesh mesh{{2, 2}, {"batch", "model"}, cpus(4)};
   for (bool split_first : {true, false}) {
-    INFO((split_first ? "split -> Default" : "Default -> split"));
-    auto from = trained(split_first ? dist::ModelSplit(model_mesh(4), kMegatron) : dist::Default());
+    INFO((split_first ? "2×2 mesh -> Default" : "Default -> 2×2 mesh"));
+    auto from = trained(split_first ? dist::ModelSplit(mesh, kMegatron) : dist::Default());
     const Tensor before = from->predict(data.x());
     from->save_weights(path);
     auto to = megatron_mlp();
     to->compile({.optimizer = "adam", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                 .strategy = split_first ? dist::Default() : dist::ModelSplit(model_mesh(4), kMegatron)});
+                 .strategy = split_first ? dist::Default() : dist::ModelSplit(mesh, kMegatron)});
     to->load_weights(path);
     CHECK(max_relative_difference({to->predict(data.x())}, {before}) <= 1e-6);
     CHECK(max_relative_difference(to->get_weights(), from->get_weights()) == 0);
@@ -358,6 +360,13 @@ TEST_CASE("model split sharding errors: a layout that does not divide, an unknow
                        tandem::ValueError);
   CHECK_THROWS_WITH_AS(dist::ModelSplit(model_mesh(2), {{"up/kernel", {"", "heads"}}}),
                        "ModelSplit: layout_map['up/kernel'] = (None, \"heads\") names mesh axis 'heads'; the mesh's axes are model",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(fit_under(dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, cpus(4)}, {{"up/kernel", {"", "batch"}}})),
+                       "ModelSplit: the layout (None, \"batch\") of weight 'up/kernel' splits it over the batch axis 'batch'; with a batch axis "
+                       "and a model axis 'model' weights split over the model axis only",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"rows", "model"}, cpus(4)}, kColumns),
+                       "ModelSplit: a mesh with two axes longer than 1 (rows, model) needs one of them to be the batch axis 'batch'",
                        tandem::ValueError);
   CHECK_THROWS_WITH_AS(dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, cpus(3)}, kColumns),
                        "ModelSplit: a mesh of shape {2, 2} needs 4 devices, got 3", tandem::ValueError);
@@ -397,5 +406,42 @@ TEST_CASE("model split sharding: an Embedding split by vocabulary looks up each 
   for (int k : {2, 4}) {
     INFO(k << " devices");
     CHECK(max_relative_difference(train(dist::ModelSplit(model_mesh(k), {{"tokens/embeddings", {"model", ""}}})), reference) <= 1e-5);
+  }
+}
+
+TEST_CASE("model split sharding: a 2×2 mesh (batch × model) splits each batch over the rows and the weights within them, and trains like Default") {
+  const auto reference = five_steps(megatron_mlp, dist::Default());
+  for (const auto& axes : std::vector<std::vector<std::string>>{{"batch", "model"}, {"model", "batch"}}) {
+    INFO(axes[0] << " × " << axes[1]);
+    const dist::DeviceMesh mesh{{2, 2}, axes, cpus(4)};
+    CHECK(max_relative_difference(five_steps(megatron_mlp, dist::ModelSplit(mesh, kMegatron)), reference) <= 1e-5);
+  }
+  // The Transformer's heads and feed-forward too.
+  const dist::LayoutMap map = {{"attn_\\d/(query|key|value)/kernel", {"", "model", ""}}, {"attn_\\d/(query|key|value)/bias", {"model", ""}},
+                               {"attn_\\d/attention_output/kernel", {"model", "", ""}}, {"up_\\d/kernel", {"", "model"}},
+                               {"up_\\d/bias", {"model"}},                                {"down_\\d/kernel", {"model", ""}}};
+  CHECK(max_relative_difference(train_transformer(dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, cpus(4)}, map)),
+                                train_transformer(dist::Default()), 1e-3) <= 1e-5);
+}
+
+TEST_CASE("model split sharding: under a 2×2 mesh each device all-reduces its weight blocks' gradients with its column and its MLP's sums with its row") {
+  const LayeredGraph lg({{"a", 32}, {"b", 12}}, 8, 12);
+  const dist::LayoutMap map = {{"a/kernel", {"", "model"}}, {"b/kernel", {"model", ""}}};
+  const auto plan = dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, cpus(4)}, map)->lower(lg.g, lg.fetches, 1);
+  REQUIRE(plan.programs.size() == 4);
+  for (int d = 0; d < 4; ++d) {
+    const int i = d / 2, j = d % 2;
+    std::set<std::vector<int64_t>> groups;
+    const auto& p = plan.programs[static_cast<std::size_t>(d)];
+    for (int id = 0; id < p.graph.size(); ++id)
+      if (p.graph.node(id).op == "all_reduce_start") groups.insert(p.graph.node(id).attrs.ints("group"));
+    INFO("device " << d);
+    CHECK(groups.count({j, 2 + j}) == 1);          // the column: the same blocks, the other half of the batch
+    CHECK(groups.count({2 * i, 2 * i + 1}) == 1);  // the row: the two blocks of the MLP
+    CHECK(groups.size() == 2);
+    CHECK(p.feeds.at("x").offset == 4 * i);
+    CHECK(p.feeds.at("x").rows == 4);
+    for (const auto& v : p.graph.variables())
+      if (v.path == "a/kernel") CHECK(v.type.shape == tandem::Shape{12, 16});
   }
 }

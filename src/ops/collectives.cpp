@@ -2,6 +2,7 @@
 // all_reduce_start runs as soon as the bucket's gradients exist (eager) and hands them to the
 // device's communication thread; all_reduce_wait, placed just before the updates, waits for it
 // and yields the reduced gradients in the same buffers.
+#include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 
@@ -13,6 +14,12 @@ std::vector<TensorType> check_float_inputs(const std::vector<TensorType>& in) {
     if (!is_float(t.dtype)) throw ShapeError(std::string("all_reduce: expected float tensors, got ") + dtype_name(t.dtype));
   return in;
 }
+
+// Nested lowering (a batch axis over groups that split the model) lowers a device's graph again,
+// all-reduce included: each device of a group all-reduces its part, whatever its layout (sums
+// of blocks are blocks of the sum; of partial sums, partial sums).
+std::optional<Signature> as_they_are(const graph::LayoutQuery& q) { return Signature{q.in, {}}; }
+std::optional<Signature> outputs_as_inputs(const graph::LayoutQuery& q) { return Signature{q.in, q.in}; }
 }  // namespace
 
 // Attrs: bucket (index in the program), mean (bool), bf16 (bool).
@@ -22,12 +29,12 @@ REGISTER_OP(
       check_float_inputs(in);
       return std::vector<TensorType>{};
     },
-    .has_side_effects = true, .eager = true, .contiguous_inputs = true);
+    .has_side_effects = true, .eager = true, .contiguous_inputs = true, .layout = as_they_are);
 
 REGISTER_OP(
     .name = "all_reduce_wait",
     .infer = [](const Attrs&, const std::vector<TensorType>& in) { return check_float_inputs(in); },
-    .outputs_alias_inputs = true);
+    .outputs_alias_inputs = true, .layout = outputs_as_inputs);
 
 // Collectives over the ranks of a strategy's communicator, in the local (per-device) view: every
 // device's graph holds the same node, and the communication thread of each device runs it in the
