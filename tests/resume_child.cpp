@@ -8,7 +8,8 @@
 // History as text. With KILL_AT_STEP the process sends itself SIGKILL when the run reaches that
 // training step (counted from the start of training, across restarts), just before the backup that
 // step would write. With RESUME_CHILD_STRATEGY=pipeline in the environment it trains under
-// Pipeline over cpu:0 and cpu:1 with 2 micro-batches instead of Default.
+// Pipeline over cpu:0 and cpu:1 with 2 micro-batches instead of Default; with =mesh, under
+// ModelSplit over a 2×2 mesh (batch × model).
 #include <tandem/tandem.h>
 
 #include <signal.h>
@@ -61,12 +62,18 @@ int main(int argc, char** argv) {
   const tandem::Dataset data = make_data();
   tandem::Sequential model({tl::InputLayer({kFeatures}), tl::Dense(32, "relu"), tl::Dropout(0.25), tl::Dense(16, "relu"), tl::Dropout(0.1),
                             tl::Dense(kClasses)});
-  const char* strategy = std::getenv("RESUME_CHILD_STRATEGY");
-  const bool pipeline = strategy && std::string(strategy) == "pipeline";
+  const char* env = std::getenv("RESUME_CHILD_STRATEGY");
+  const std::string name = env ? env : "";
+  namespace dist = tandem::distribute;
+  dist::StrategyPtr strategy = dist::Default();
+  if (name == "pipeline") strategy = dist::Pipeline({"cpu:0", "cpu:1"}, {.micro_batches = 2});
+  if (name == "mesh")  // Megatron's split of the first two layers, data parallel over the rows
+    strategy = dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, {"cpu:0", "cpu:1", "cpu:2", "cpu:3"}},
+                                {{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}}});
   model.compile({.optimizer = tandem::optimizers::Adam(3e-3),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                  .metrics = {"accuracy"},
-                 .strategy = pipeline ? tandem::distribute::Pipeline({"cpu:0", "cpu:1"}, {.micro_batches = 2}) : tandem::distribute::Default()});
+                 .strategy = strategy});
   std::vector<tandem::CallbackPtr> callbacks;
   if (argc == 4) callbacks.push_back(std::make_shared<KillAtStep>(std::stoll(argv[3])));
   callbacks.push_back(tandem::callbacks::BackupAndRestore(argv[1], {.save_freq = 7}));

@@ -480,19 +480,24 @@ TEST_CASE("checkpoints: training killed with SIGKILL and restarted ends bitwise 
   fs::remove_all(root);
 }
 
-TEST_CASE("checkpoints: under Pipeline, training killed with SIGKILL and restarted ends bitwise identical to an uninterrupted run") {
-  // The same run as above on two pipeline stages with 2 micro-batches: its backups hold the
-  // logical weights and optimizer state, gathered from the stages' devices.
-  ::setenv("RESUME_CHILD_STRATEGY", "pipeline", 1);
-  const fs::path root = scratch("killed_pipeline");
-  REQUIRE(finished(run_child({(root / "reference_backup").string(), (root / "reference.out").string()})));
-  const std::string reference = read_file(root / "reference.out");
-  const fs::path backup = root / "backup", out = root / "resumed.out";
-  for (int64_t step : {5, 40, 57, 119, 200}) {
-    INFO("killed at step " << step);
-    CHECK(killed(run_child({backup.string(), out.string(), std::to_string(step)})));
+TEST_CASE("checkpoints: under Pipeline and under a 2×2 ModelSplit mesh, training killed with SIGKILL and restarted ends bitwise identical to an uninterrupted run") {
+  // The same run as above on two pipeline stages with 2 micro-batches, and with its first two
+  // layers split over a 2×2 mesh: the backups hold the logical weights and optimizer state,
+  // gathered from the devices.
+  for (const char* strategy : {"pipeline", "mesh"}) {
+    INFO(strategy);
+    ::setenv("RESUME_CHILD_STRATEGY", strategy, 1);
+    const fs::path root = scratch(std::string("killed_") + strategy);
+    REQUIRE(finished(run_child({(root / "reference_backup").string(), (root / "reference.out").string()})));
+    const std::string reference = read_file(root / "reference.out");
+    const fs::path backup = root / "backup", out = root / "resumed.out";
+    for (int64_t step : {5, 40, 57, 119, 200}) {
+      INFO("killed at step " << step);
+      CHECK(killed(run_child({backup.string(), out.string(), std::to_string(step)})));
+    }
+    REQUIRE(finished(run_child({backup.string(), out.string()})));
+    ::unsetenv("RESUME_CHILD_STRATEGY");
+    CHECK(read_file(out) == reference);
+    fs::remove_all(root);
   }
-  REQUIRE(finished(run_child({backup.string(), out.string()})));
-  ::unsetenv("RESUME_CHILD_STRATEGY");
-  CHECK(read_file(out) == reference);
 }
