@@ -4,11 +4,11 @@
 //     and sync-every-4 all-reduce (2 devices, batch 128, 3 epochs).
 #include <tandem/tandem.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
 #include "comm/communicator.h"
+#include "bench/throughput.h"
 #include "distribute/strategy.h"
 
 namespace tl = tandem::layers;
@@ -27,11 +27,7 @@ std::unique_ptr<tandem::Sequential> mlp(dist::StrategyPtr strategy) {
 
 double samples_per_second(dist::StrategyPtr strategy, const tandem::Dataset& train, int64_t batch) {
   auto model = mlp(strategy);
-  model->fit(train.slice(0, 20 * batch), {.batch_size = batch, .verbose = 0});  // compile and warm up
-  const int64_t rows = train.size() / batch * batch;
-  const auto t0 = std::chrono::steady_clock::now();
-  model->fit(train.slice(0, rows), {.batch_size = batch, .verbose = 0});
-  return double(rows) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return training_throughput(*model, train, batch, 20);
 }
 }  // namespace
 
