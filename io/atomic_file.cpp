@@ -55,6 +55,24 @@ void sync_fd_path(const std::string& path, int flags, const char* what) {
 
 void sync_to_disk(const std::string& path) { sync_fd_path(path, O_RDONLY, "the file"); }
 
+void write_file(const std::string& path, const void* data, std::size_t bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail(path, "cannot open the file for writing", errno);
+  const auto* p = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::write(fd, p + done, bytes - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      fail(path, "cannot write the file (" + std::to_string(done) + " of " + std::to_string(bytes) + " bytes written)", err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) fail(path, "cannot finish writing the file", errno);
+}
+
 void write_atomically(const std::string& path, const std::function<void(const std::string& temp_path)>& write) {
   if (path.empty()) throw Error("cannot write a file with an empty path");
   if (path.back() == '/') throw Error(path + ": is a directory, not a file path");
@@ -76,6 +94,9 @@ void write_atomically(const std::string& path, const std::function<void(const st
     if (::chmod(temp.c_str(), mode) != 0) fail(temp, "cannot set permissions", errno);
     sync_to_disk(temp);
     if (::rename(temp.c_str(), path.c_str()) != 0) fail(path, "cannot replace the file", errno);
+  } catch (const Error& e) {
+    ::unlink(temp.c_str());
+    throw Error(path + (target_exists ? ": not saved (the file there is unchanged): " : ": not saved: ") + e.what());
   } catch (...) {
     ::unlink(temp.c_str());
     throw;

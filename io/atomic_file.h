@@ -2,6 +2,7 @@
 // half-written one, even if the process dies or the machine loses power while writing.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -9,9 +10,13 @@ namespace tandem::io {
 
 // `write(temp_path)` fills a new temporary file in the same folder as `path`; the temporary is then
 // synced to disk and renamed over `path`, and the folder is synced. If `write` throws or any step
-// fails, the temporary is removed, `path` is left untouched and a tandem::Error (or `write`'s own
-// exception) is thrown. The new file gets the old file's permissions, or the umask's defaults.
+// fails, the temporary is removed, `path` is left untouched and a tandem::Error that names `path`
+// and the cause is thrown (or `write`'s own exception, if it is not a tandem::Error). The new file gets the old file's permissions, or the umask's defaults.
 void write_atomically(const std::string& path, const std::function<void(const std::string& temp_path)>& write);
+
+// Writes `bytes` bytes to `path` (created or truncated), checking every write: a full disk or a
+// file size limit is a tandem::Error naming the path, the reason and how much was written.
+void write_file(const std::string& path, const void* data, std::size_t bytes);
 
 // Flushes a file's data and metadata to disk (fsync). Throws tandem::Error naming the path.
 void sync_to_disk(const std::string& path);

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <fstream>
 #include <utility>
+#include <vector>
 
+#include "io/atomic_file.h"
 #include "tandem/errors.h"
 
 namespace tandem::io {
@@ -130,11 +132,18 @@ H5File H5File::create(const std::string& path, const H5CreateOptions& options) {
   Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   if (!fcpl.ok() || (options.userblock && H5Pset_userblock(fcpl.get(), options.userblock) < 0))
     fail(path, "", "cannot prepare the file's creation properties");
+  // The file is built in memory (the core driver, no backing store) and written out by close():
+  // HDF5 never meets a failing disk, whose failed writes leave its library state broken (the
+  // process then crashes in HDF5's shutdown at exit).
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  if (!fapl.ok() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0) fail(path, "", "cannot prepare file access");
+  if (!fapl.ok() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0 || H5Pset_fapl_core(fapl.get(), 1 << 20, 0) < 0)
+    fail(path, "", "cannot prepare file access");
   const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
   if (id < 0) fail(path, "", "cannot create the file");
-  return H5File(path, id);
+  H5File file(path, id);
+  file.in_memory_ = true;
+  file.userblock_ = options.userblock;
+  return file;
 }
 
 H5File H5File::open(const std::string& path) {
@@ -152,13 +161,19 @@ H5File H5File::open(const std::string& path) {
   return H5File(path, id);
 }
 
-H5File::H5File(H5File&& other) noexcept : path_(std::move(other.path_)), id_(std::exchange(other.id_, -1)) {}
+H5File::H5File(H5File&& other) noexcept
+    : path_(std::move(other.path_)),
+      id_(std::exchange(other.id_, -1)),
+      in_memory_(std::exchange(other.in_memory_, false)),
+      userblock_(std::exchange(other.userblock_, 0)) {}
 
 H5File& H5File::operator=(H5File&& other) noexcept {
   if (this != &other) {
     if (id_ >= 0) H5Fclose(id_);
     path_ = std::move(other.path_);
     id_ = std::exchange(other.id_, -1);
+    in_memory_ = std::exchange(other.in_memory_, false);
+    userblock_ = std::exchange(other.userblock_, 0);
   }
   return *this;
 }
@@ -181,7 +196,20 @@ void H5File::close() {
   quiet();
   if (id_ < 0) return;
   const hid_t id = std::exchange(id_, -1);
+  std::vector<std::byte> image;
+  if (in_memory_) {
+    // The image leaves out the user block: the HDF5 data goes after that many zero bytes.
+    const ssize_t size = H5Fflush(id, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(id, nullptr, 0);
+    if (size >= 0) image.resize(userblock_ + static_cast<std::size_t>(size));
+    if (size < 0 || H5Fget_file_image(id, image.data() + userblock_, static_cast<std::size_t>(size)) != size) {
+      const std::string reason = hdf5_reason();
+      H5Fclose(id);
+      H5Eclear2(H5E_DEFAULT);
+      throw Error(path_ + ": cannot assemble the file in memory" + (reason.empty() ? "" : " (HDF5: " + reason + ")"));
+    }
+  }
   if (H5Fclose(id) < 0) fail(path_, "", "cannot close the file");
+  if (in_memory_) write_file(path_, image.data(), image.size());
 }
 
 void H5File::create_group(const std::string& path) {

@@ -26,7 +26,8 @@ struct H5CreateOptions {
 
 class H5File {
  public:
-  // Creates (truncates) a file for writing.
+  // Creates a file for writing. It is built in memory: close() writes it to `path` (replacing
+  // what is there), and a file destroyed without close() writes nothing.
   static H5File create(const std::string& path, const H5CreateOptions& options = {});
   // Opens an existing file read-only. Throws if it is missing or is not an HDF5 file.
   static H5File open(const std::string& path);
@@ -56,12 +57,14 @@ class H5File {
   std::optional<std::string> read_string_attribute(const std::string& object, const std::string& name) const;
 
   void flush();
-  void close();  // flushes and closes; the object is then empty
+  void close();  // flushes and closes (a created file: writes it); the object is then empty
 
  private:
   H5File(std::string path, int64_t id) : path_(std::move(path)), id_(id) {}
   std::string path_;
   int64_t id_ = -1;  // hid_t
+  bool in_memory_ = false;    // created: close() writes the image
+  std::size_t userblock_ = 0;  // bytes before the image in the written file
 };
 
 // Whether the file at `path` starts with an HDF5 signature (at offset 0, 512, 1024, ...).

@@ -2,8 +2,11 @@
 // wrapper), optimizer state that lets training continue bitwise, atomic writes, and error messages.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -346,7 +349,7 @@ TEST_CASE("weights file: a failed write leaves the previous file intact") {
     CHECK_THROWS_WITH_AS(tandem::io::write_atomically(file.string(), [](const std::string& temp) {
       std::ofstream(temp) << "half a file";
       throw tandem::Error("disk full");
-    }), "disk full", tandem::Error);
+    }), (file.string() + ": not saved (the file there is unchanged): disk full").c_str(), tandem::Error);
     CHECK(bytes(file) == original);
     CHECK(folder_entries() == 1);  // the temporary is gone
   }
@@ -466,4 +469,45 @@ TEST_CASE("weights file: Keras's snake_case names") {
   CHECK(to_snake_case("RMSprop") == "rm_sprop");
   CHECK(to_snake_case("ReLU") == "re_lu");
   CHECK(to_snake_case("Conv2DTranspose") == "conv2d_transpose");
+}
+
+TEST_CASE("weights file: after writes fail for lack of space the process keeps its last good file, saves elsewhere and exits 0") {
+  // full_disk_child saves under a file size limit (its writes fail as on a full disk), then
+  // without it. The files are built in memory and written by Tandem's own checked writes, so
+  // HDF5 never sees the failure; before, every such process crashed in HDF5's exit handler.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tandem_full_disk_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string command = std::string(FULL_DISK_CHILD) + " " + dir.string() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  std::string output;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
+  const int status = ::pclose(pipe);
+  INFO(output);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(output.find("refused: " + (dir / "good.weights.h5").string() + ": not saved (the file there is unchanged): ") != std::string::npos);
+  CHECK(output.find(": cannot write the file (8192 of ") != std::string::npos);
+  CHECK(output.find("File too large") != std::string::npos);
+  CHECK(output.find("refused: " + (dir / "model.h5").string() + ": not saved: ") != std::string::npos);
+  CHECK(output.find("saved elsewhere") != std::string::npos);
+  // The good file is the one from before the failures, whole; no temporary is left behind.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"good.weights.h5", "later.weights.h5"});
+  namespace tl = tandem::layers;
+  tandem::Sequential a({tl::InputLayer({64}), tl::Dense(128, "relu"), tl::Dense(10)});
+  tandem::Sequential b({tl::InputLayer({64}), tl::Dense(128, "relu"), tl::Dense(10)});
+  a.load_weights((dir / "good.weights.h5").string());
+  b.load_weights((dir / "later.weights.h5").string());
+  const auto wa = a.get_weights(), wb = b.get_weights();
+  REQUIRE(wa.size() == wb.size());
+  int differ = 0;
+  for (std::size_t i = 0; i < wa.size(); ++i)
+    for (int64_t j = 0; j < wa[i].size(); ++j) differ += wa[i].item(j) != wb[i].item(j);
+  CHECK(differ == 0);
+  std::filesystem::remove_all(dir);
 }
