@@ -153,7 +153,14 @@ H5File H5File::open(const std::string& path) {
     throw Error(path + ": cannot open the file: " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory, not a file");
   if (st.st_size == 0) throw Error(path + ": the file is empty");
-  if (!is_hdf5_file(path)) throw Error(path + ": not an HDF5 file");
+  if (!is_hdf5_file(path)) {
+    char head[4] = {};
+    std::ifstream(path, std::ios::binary).read(head, sizeof head);
+    if (std::string(head, 4) == std::string("PK\x03\x04", 4))
+      throw Error(path + ": a zip archive (a Keras 3 `.keras` file?), not an HDF5 file; Tandem does not read `.keras` archives yet. "
+                         "In Keras, save the weights with model.save_weights(\"model.weights.h5\") and load them with load_weights");
+    throw Error(path + ": not an HDF5 file");
+  }
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   if (!fapl.ok() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0) fail(path, "", "cannot prepare file access");
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());

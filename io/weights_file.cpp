@@ -236,6 +236,15 @@ void read_weights(const H5File& f, const WeightsModel& model, const std::string&
     if (stored > 2 && model.optimizer->variables().size() == 2) model.optimizer->build(optimizer_weights(model));
     VarsGroup g = optimizer_group(model);
     g.path = under(root, g.path);
+    // Keras and Tandem name the vars group after the optimizer's class; a known other class is
+    // refused even when its variable count matches (SGD with momentum and RMSprop both keep one
+    // slot per weight). An unknown name (a user's own) leaves the count as the only check.
+    static const std::set<std::string> known_classes = {"adam", "adam_w", "sgd", "rm_sprop", "adagrad", "adadelta", "adamax",
+                                                        "nadam", "ftrl", "lion", "lamb", "loss_scale_optimizer"};
+    const std::optional<std::string> saved_by = f.read_string_attribute(optimizer_vars, "name");
+    if (saved_by && *saved_by != g.name && known_classes.count(*saved_by))
+      throw Error(f.path() + ": " + optimizer_vars + ": the optimizer state was saved by optimizer \"" + *saved_by + "\", but the model's optimizer is \"" +
+                  g.name + "\"; compile the model with that optimizer to load its state, or load the file into a model not compiled yet (the layers' weights only)");
     if (stored != g.variables.size())
       throw Error(f.path() + ": " + optimizer_vars + ": expected " + std::to_string(g.variables.size()) + " variables for " + g.owner +
                   ", got " + std::to_string(stored) + " (was the file saved with another optimizer?)");

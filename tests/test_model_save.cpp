@@ -473,6 +473,28 @@ TEST_CASE("model save: bad files and bad configs are refused with clear errors, 
     CHECK(contains(load_error(dir / "text.h5"), "not an HDF5 file"));
     CHECK(contains(load_error(dir / "missing.h5"), "cannot open the file"));
   }
+  SUBCASE("a Keras 3 .keras archive (a zip file)") {
+    std::ofstream(dir / "model.keras", std::ios::binary) << std::string("PK\x03\x04\x14\x00\x00\x00", 8) << "config.json";
+    const std::string e = load_error(dir / "model.keras");
+    CHECK(contains(e, "a zip archive (a Keras 3 `.keras` file?), not an HDF5 file"));
+    CHECK(contains(e, "model.save_weights(\"model.weights.h5\")"));
+  }
+  SUBCASE("a Keras legacy whole-model .h5") {
+    // What Keras's legacy model.save("m.h5") puts at the root: keras_version, backend,
+    // model_config (and training_config), and the weights under /model_weights.
+    {
+      tandem::io::H5File f = tandem::io::H5File::create((dir / "keras_legacy.h5").string());
+      f.write_string_attribute("/", "keras_version", "3.15.0");
+      f.write_string_attribute("/", "backend", "jax");
+      f.write_string_attribute("/", "model_config", R"({"class_name": "Sequential", "config": {"layers": []}})");
+      f.create_group("model_weights");
+      f.close();
+    }
+    const std::string e = load_error(dir / "keras_legacy.h5");
+    CHECK(contains(e, "a Keras whole-model HDF5 file (Keras's legacy format, written by Keras 3.15.0), not one written by Model::save"));
+    CHECK(contains(e, "load_weights"));
+    CHECK_FALSE(contains(e, "training_state"));
+  }
   SUBCASE("a weights file instead of a model file") {
     model.save_weights((dir / "w.weights.h5").string());
     CHECK(contains(load_error(dir / "w.weights.h5"), "this is a weights file"));

@@ -437,7 +437,8 @@ TEST_CASE("weights file: errors say what was expected, what came, and where") {
   train(*a, random_tensor({16, 28, 28}, 1), random_labels(16, 10, 1), 1);
   train(*b, random_tensor({16, 28, 28}, 1), random_labels(16, 10, 1), 1);
   a->save_weights(dir / "adam.weights.h5");
-  CHECK(error_of([&] { b->load_weights(dir / "adam.weights.h5"); }).find("optimizer/vars: expected 6 variables for optimizer \"rmsprop\", got 10") !=
+  CHECK(error_of([&] { b->load_weights(dir / "adam.weights.h5"); })
+            .find("optimizer/vars: the optimizer state was saved by optimizer \"adam\", but the model's optimizer is \"rm_sprop\"") !=
         std::string::npos);
 
   tandem::Sequential unbuilt({tl::Dense(3)});
@@ -510,4 +511,21 @@ TEST_CASE("weights file: after writes fail for lack of space the process keeps i
     for (int64_t j = 0; j < wa[i].size(); ++j) differ += wa[i].item(j) != wb[i].item(j);
   CHECK(differ == 0);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("weights file: optimizer state saved by another optimizer class is refused, even with as many variables") {
+  // SGD with momentum and RMSprop both keep one slot per weight: the counts match, the file's
+  // optimizer name does not.
+  const fs::path dir = scratch("other_optimizer");
+  auto sgd = mlp();
+  sgd->compile({.optimizer = tandem::optimizers::SGD(0.1, {.momentum = 0.9}), .loss = "mse"});
+  sgd->fit(tandem::Tensor({8, 28, 28}, tandem::DType::F32), tandem::Tensor({8, 10}, tandem::DType::F32), {.epochs = 1, .batch_size = 8, .verbose = 0});
+  sgd->save_weights(dir / "sgd.weights.h5");
+  auto rms = mlp();
+  rms->compile({.optimizer = "rmsprop", .loss = "mse"});
+  const std::string e = error_of([&] { rms->load_weights(dir / "sgd.weights.h5"); });
+  CHECK(e.find("the optimizer state was saved by optimizer \"sgd\", but the model's optimizer is \"rm_sprop\"") != std::string::npos);
+  auto plain = mlp();  // not compiled: the layers' weights load
+  CHECK_NOTHROW(plain->load_weights(dir / "sgd.weights.h5"));
+  fs::remove_all(dir);
 }

@@ -55,6 +55,10 @@ io::H5File open_model_file(const std::string& path) {
   io::verify_checksum(path);
   io::H5File f = io::H5File::open(path);
   const std::optional<std::string> format = f.read_string_attribute("/", "format");
+  if (const auto keras = f.read_string_attribute("/", "keras_version"); keras && !format)
+    throw ValueError(path + ": a Keras whole-model HDF5 file (Keras's legacy format, written by Keras " + *keras +
+                     "), not one written by Model::save; load_model does not read Keras's formats yet. In Keras, save the weights "
+                     "with model.save_weights(\"model.weights.h5\") and load them into the same model built with Tandem (load_weights)");
   if (!f.read_string_attribute("/", "model_config")) {
     if (f.is_group("layers") || f.is_group("vars"))
       throw ValueError(path + ": this is a weights file (`.weights.h5`), not a model file: it has no model config. Build the model "
