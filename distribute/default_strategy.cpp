@@ -21,6 +21,14 @@ std::vector<std::string> distinct_devices(const std::string& strategy, const std
   return names;
 }
 
+graph::Layout split_rows(const graph::Node& feed, int k, const std::string& strategy, const std::string& what, const std::string& across) {
+  const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
+  if (rows < k)
+    throw ValueError(strategy + ": a " + what + " of " + std::to_string(rows) + " rows cannot be split " + across + "; use " + what + "es of at least " +
+                     std::to_string(k) + " rows");
+  return graph::Layout::even_split(0, rows, k);
+}
+
 int Strategy::threads_per_device() const {
   // TANDEM_NUM_THREADS caps the threads of the whole process (like OMP_NUM_THREADS).
   const char* env = std::getenv("TANDEM_NUM_THREADS");

@@ -34,11 +34,7 @@ class MirroredStrategy : public Strategy {
     o.devices = devices_;
     o.place = [all](const graph::Node&) { return all; };
     o.feed_layout = [](const graph::Node& feed, int k) {
-      const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
-      if (rows < k)
-        throw ValueError("Mirrored: a batch of " + std::to_string(rows) + " rows cannot be split across " + std::to_string(k) +
-                         " replicas; use batches of at least " + std::to_string(k) + " rows");
-      return graph::Layout::even_split(0, rows, k);
+      return split_rows(feed, k, "Mirrored", "batch", "across " + std::to_string(k) + " replicas");
     };
     o.bucket_bytes = static_cast<std::size_t>(options_.bucket_bytes);
     o.all_reduce_bf16 = options_.all_reduce_bf16;

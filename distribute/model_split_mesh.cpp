@@ -148,11 +148,7 @@ class ShardingStrategy : public Strategy {
     o.place = [all](const graph::Node&) { return all; };
     if (split_rows)
       o.feed_layout = [](const graph::Node& feed, int k) {
-        const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
-        if (rows < k)
-          throw ValueError("ModelSplit: a batch of " + std::to_string(rows) + " rows cannot be split over the " + std::to_string(k) +
-                           " devices of the batch axis; use batches of at least " + std::to_string(k) + " rows");
-        return graph::Layout::even_split(0, rows, k);
+        return split_rows(feed, k, "ModelSplit", "batch", "over the " + std::to_string(k) + " devices of the batch axis");
       };
     if (split_weights) o.variable_layout = [this](const graph::VariableInfo& v, int k) { return layout_of(v, k); };
     o.micro_batches = micro_batches;
@@ -197,15 +193,14 @@ class ShardingStrategy : public Strategy {
 
   // Keras warns when a layout_map entry matches no weight; so does this, once per strategy.
   void warn_unmatched(const graph::Graph& g) const {
-    std::lock_guard<std::mutex> lock(warned_mutex_);
-    if (warned_) return;
-    warned_ = true;
-    std::vector<std::string> paths;
-    for (const graph::VariableInfo& v : g.variables())
-      if (!v.path.starts_with("optimizer/")) paths.push_back(v.path);
-    for (std::size_t i = 0; i < patterns_.size(); ++i)
-      if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return std::regex_search(p, patterns_[i]); }))
-        std::cerr << "ModelSplit: warning: layout_map['" << map_[i].first << "'] matches no weight; the weights are " << join(paths) << "\n";
+    std::call_once(warned_, [&] {
+      std::vector<std::string> paths;
+      for (const graph::VariableInfo& v : g.variables())
+        if (!v.path.starts_with("optimizer/")) paths.push_back(v.path);
+      for (std::size_t i = 0; i < patterns_.size(); ++i)
+        if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return std::regex_search(p, patterns_[i]); }))
+          std::cerr << "ModelSplit: warning: layout_map['" << map_[i].first << "'] matches no weight; the weights are " << join(paths) << "\n";
+    });
   }
 
   DeviceMesh mesh_;
@@ -217,8 +212,7 @@ class ShardingStrategy : public Strategy {
   std::string weight_axis_;   // the mesh axis that splits the weights ("" if none)
   bool split_rows_ = false;   // one axis only, the batch axis: it splits the batch too
   std::shared_ptr<comm::InProcessCommunicator> comm_;
-  mutable std::mutex warned_mutex_;
-  mutable bool warned_ = false;
+  mutable std::once_flag warned_;
 };
 }  // namespace
 

@@ -76,11 +76,7 @@ class PipelineStrategy : public Strategy {
     };
     o.stage = chunk;
     o.feed_layout = [](const graph::Node& feed, int k) {  // the replicas of a stage split the rows
-      const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
-      if (rows < k)
-        throw ValueError("Pipeline: a micro-batch of " + std::to_string(rows) + " rows cannot be split across " + std::to_string(k) +
-                         " replicas; use micro-batches of at least " + std::to_string(k) + " rows");
-      return graph::Layout::even_split(0, rows, k);
+      return split_rows(feed, k, "Pipeline", "micro-batch", "across " + std::to_string(k) + " replicas");
     };
     o.micro_batches = micro_batches;
     switch (options_.schedule) {

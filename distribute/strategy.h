@@ -47,6 +47,11 @@ class Strategy {
   int threads_per_device() const;
 };
 
+// A feed split by rows over the `k` devices that share it (the first rows % k take one more).
+// Fewer rows than devices is a ValueError: "<strategy>: a <what> of R rows cannot be split
+// <across>; use <what>es of at least k rows".
+graph::Layout split_rows(const graph::Node& feed, int k, const std::string& strategy, const std::string& what, const std::string& across);
+
 // `devices` in canonical form ("cpu" -> "cpu:0"); an empty list or one naming a device twice is
 // a ValueError that names `strategy`.
 std::vector<std::string> distinct_devices(const std::string& strategy, const std::vector<std::string>& devices);
