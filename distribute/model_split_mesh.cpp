@@ -148,7 +148,7 @@ class ShardingStrategy : public Strategy {
     o.place = [all](const graph::Node&) { return all; };
     if (split_rows)
       o.feed_layout = [](const graph::Node& feed, int k) {
-        return split_rows(feed, k, "ModelSplit", "batch", "over the " + std::to_string(k) + " devices of the batch axis");
+        return distribute::split_rows(feed, k, "ModelSplit", "batch", "over the " + std::to_string(k) + " devices of the batch axis");
       };
     if (split_weights) o.variable_layout = [this](const graph::VariableInfo& v, int k) { return layout_of(v, k); };
     o.micro_batches = micro_batches;
