@@ -157,8 +157,8 @@ H5File H5File::open(const std::string& path) {
     char head[4] = {};
     std::ifstream(path, std::ios::binary).read(head, sizeof head);
     if (std::string(head, 4) == std::string("PK\x03\x04", 4))
-      throw Error(path + ": a zip archive (a Keras 3 `.keras` file?), not an HDF5 file; Tandem does not read `.keras` archives yet. "
-                         "In Keras, save the weights with model.save_weights(\"model.weights.h5\") and load them with load_weights");
+      throw Error(path + ": a zip archive (a Keras 3 `.keras` file?), not an HDF5 file: load a whole model from it with "
+                         "tandem::load_model, or save the weights alone in Keras with model.save_weights(\"model.weights.h5\")");
     throw Error(path + ": not an HDF5 file");
   }
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
@@ -166,6 +166,20 @@ H5File H5File::open(const std::string& path) {
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id < 0) fail(path, "", "cannot open the HDF5 file (truncated or corrupted?)");
   return H5File(path, id);
+}
+
+H5File H5File::open_image(const std::string& name, const std::string& image) {
+  quiet();
+  if (image.size() < 8 || image.compare(0, 8, std::string("\x89HDF\r\n\x1a\n", 8)) != 0)
+    throw Error(name + ": not an HDF5 file");
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  // The core driver reads a copy of the image that HDF5 owns; nothing touches the disk.
+  if (!fapl.ok() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0 || H5Pset_fapl_core(fapl.get(), 1 << 16, 0) < 0 ||
+      H5Pset_file_image(fapl.get(), const_cast<char*>(image.data()), image.size()) < 0)
+    fail(name, "", "cannot prepare access to the file image");
+  const hid_t id = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) fail(name, "", "cannot open the HDF5 file image (truncated or corrupted?)");
+  return H5File(name, id);
 }
 
 H5File::H5File(H5File&& other) noexcept
@@ -199,24 +213,38 @@ void H5File::flush() {
   if (H5Fflush(id_, H5F_SCOPE_GLOBAL) < 0) fail(path_, "", "cannot flush the file");
 }
 
+std::string H5File::take_image() {
+  const hid_t id = std::exchange(id_, -1);
+  const ssize_t size = H5Fflush(id, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(id, nullptr, 0);
+  std::string image;
+  if (size >= 0) image.resize(static_cast<std::size_t>(size));
+  if (size < 0 || H5Fget_file_image(id, image.data(), image.size()) != size) {
+    const std::string reason = hdf5_reason();
+    H5Fclose(id);
+    H5Eclear2(H5E_DEFAULT);
+    throw Error(path_ + ": cannot assemble the file in memory" + (reason.empty() ? "" : " (HDF5: " + reason + ")"));
+  }
+  if (H5Fclose(id) < 0) fail(path_, "", "cannot close the file");
+  return image;
+}
+
 void H5File::close() {
   quiet();
   if (id_ < 0) return;
-  const hid_t id = std::exchange(id_, -1);
-  std::vector<std::byte> image;
-  if (in_memory_) {
-    // The image leaves out the user block: the HDF5 data goes after that many zero bytes.
-    const ssize_t size = H5Fflush(id, H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(id, nullptr, 0);
-    if (size >= 0) image.resize(userblock_ + static_cast<std::size_t>(size));
-    if (size < 0 || H5Fget_file_image(id, image.data() + userblock_, static_cast<std::size_t>(size)) != size) {
-      const std::string reason = hdf5_reason();
-      H5Fclose(id);
-      H5Eclear2(H5E_DEFAULT);
-      throw Error(path_ + ": cannot assemble the file in memory" + (reason.empty() ? "" : " (HDF5: " + reason + ")"));
-    }
+  if (!in_memory_) {
+    if (H5Fclose(std::exchange(id_, -1)) < 0) fail(path_, "", "cannot close the file");
+    return;
   }
-  if (H5Fclose(id) < 0) fail(path_, "", "cannot close the file");
-  if (in_memory_) write_file(path_, image.data(), image.size());
+  // The written file is the user block's zero bytes, then the HDF5 image.
+  const std::string image = std::string(userblock_, '\0') + take_image();
+  write_file(path_, image.data(), image.size());
+}
+
+std::string H5File::close_to_image() {
+  quiet();
+  if (id_ < 0 || !in_memory_) throw Error(path_ + ": close_to_image needs a file made by H5File::create and still open");
+  if (userblock_) throw Error(path_ + ": close_to_image: a file image has no user block");
+  return take_image();
 }
 
 void H5File::create_group(const std::string& path) {
@@ -382,6 +410,42 @@ std::optional<std::string> H5File::read_string_attribute(const std::string& obje
   if (H5Aread(attr.get(), type.get(), value.data()) < 0) fail(path_, object, "cannot read attribute \"" + name + "\"");
   value.resize(std::strlen(value.c_str()));
   return value;
+}
+
+std::optional<std::vector<std::string>> H5File::read_string_list_attribute(const std::string& object, const std::string& name) const {
+  quiet();
+  Handle obj(H5Oopen(id_, object.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!obj.ok()) fail(path_, object, "cannot open the object");
+  const htri_t has = H5Aexists(obj.get(), name.c_str());
+  if (has < 0) fail(path_, object, "cannot look up attribute \"" + name + "\"");
+  if (has == 0) return std::nullopt;
+  Handle attr(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(attr.ok() ? H5Aget_type(attr.get()) : -1, H5Tclose);
+  Handle space(attr.ok() ? H5Aget_space(attr.get()) : -1, H5Sclose);
+  if (!type.ok() || !space.ok()) fail(path_, object, "cannot read attribute \"" + name + "\"");
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  if (n < 0 || n > (1 << 20)) fail(path_, object, "attribute \"" + name + "\" has an implausible size");
+  std::vector<std::string> out;
+  if (n == 0) return out;  // h5py writes an empty list as an empty float64 array
+  if (H5Tget_class(type.get()) != H5T_STRING) fail(path_, object, "attribute \"" + name + "\" is not a list of strings");
+  if (H5Tis_variable_str(type.get()) > 0) {
+    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+    std::vector<char*> texts(static_cast<std::size_t>(n), nullptr);
+    if (H5Aread(attr.get(), mem.get(), texts.data()) < 0) fail(path_, object, "cannot read attribute \"" + name + "\"");
+    for (char* t : texts) out.emplace_back(t ? t : "");
+    H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, texts.data());
+    return out;
+  }
+  const std::size_t size = H5Tget_size(type.get());
+  std::string block(size * static_cast<std::size_t>(n), '\0');
+  if (size == 0 || H5Aread(attr.get(), type.get(), block.data()) < 0) fail(path_, object, "cannot read attribute \"" + name + "\"");
+  for (hssize_t i = 0; i < n; ++i) {
+    const std::string item = block.substr(static_cast<std::size_t>(i) * size, size);
+    out.push_back(item.substr(0, item.find('\0')));
+  }
+  return out;
 }
 
 bool is_hdf5_file(const std::string& path) {

@@ -31,6 +31,8 @@ class H5File {
   static H5File create(const std::string& path, const H5CreateOptions& options = {});
   // Opens an existing file read-only. Throws if it is missing or is not an HDF5 file.
   static H5File open(const std::string& path);
+  // Opens a file image held in memory (an archive's entry) read-only; `name` is for messages.
+  static H5File open_image(const std::string& name, const std::string& image);
 
   H5File(H5File&& other) noexcept;
   H5File& operator=(H5File&& other) noexcept;
@@ -55,12 +57,18 @@ class H5File {
   // Reads into `out`, whose shape must equal the dataset's; converts between numeric types.
   void read_dataset_into(const std::string& path, Tensor& out) const;
   std::optional<std::string> read_string_attribute(const std::string& object, const std::string& name) const;
+  // A list of strings (h5py's arrays of str, as Keras's legacy files name layers and weights); an
+  // empty numeric array reads as an empty list. Empty when the attribute is absent.
+  std::optional<std::vector<std::string>> read_string_list_attribute(const std::string& object, const std::string& name) const;
 
   void flush();
   void close();  // flushes and closes (a created file: writes it); the object is then empty
+  // For a created file: closes it and returns its bytes (without a user block) instead of writing it.
+  std::string close_to_image();
 
  private:
   H5File(std::string path, int64_t id) : path_(std::move(path)), id_(id) {}
+  std::string take_image();  // closes a created file, returning its image
   std::string path_;
   int64_t id_ = -1;  // hid_t
   bool in_memory_ = false;    // created: close() writes the image

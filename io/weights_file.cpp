@@ -211,6 +211,24 @@ void save_weights(const WeightsModel& model, const std::string& path, const Save
   });
 }
 
+VarsGroup optimizer_vars_for_loading(const WeightsModel& model, std::size_t stored, const std::optional<std::string>& saved_by,
+                                     const std::string& where) {
+  if (stored > 2 && model.optimizer->variables().size() == 2) model.optimizer->build(optimizer_weights(model));
+  VarsGroup g = optimizer_group(model);
+  // Keras and Tandem name the optimizer state after the optimizer's class; a known other class is
+  // refused even when its variable count matches (SGD with momentum and RMSprop both keep one
+  // slot per weight). An unknown name (a user's own) leaves the count as the only check.
+  static const std::set<std::string> known_classes = {"adam", "adam_w", "sgd", "rm_sprop", "adagrad", "adadelta", "adamax",
+                                                      "nadam", "ftrl", "lion", "lamb", "loss_scale_optimizer"};
+  if (saved_by && *saved_by != g.name && known_classes.count(*saved_by))
+    throw Error(where + ": the optimizer state was saved by optimizer \"" + *saved_by + "\", but the model's optimizer is \"" + g.name +
+                "\"; compile the model with that optimizer to load its state, or load the file into a model not compiled yet (the layers' weights only)");
+  if (stored != g.variables.size())
+    throw Error(where + ": expected " + std::to_string(g.variables.size()) + " variables for " + g.owner + ", got " + std::to_string(stored) +
+                " (was the file saved with another optimizer?)");
+  return g;
+}
+
 void read_weights(const H5File& f, const WeightsModel& model, const std::string& root) {
   std::vector<VarsGroup> groups = rooted(weights_layout(model), root);
   if (model.optimizer) groups.pop_back();
@@ -232,22 +250,9 @@ void read_weights(const H5File& f, const WeightsModel& model, const std::string&
   // taken a step yet has no slots; it is built for the model's weights so that they can be loaded.
   const std::string optimizer_vars = under(root, "optimizer/vars");
   if (model.optimizer && f.is_group(optimizer_vars)) {
-    const std::size_t stored = f.children(optimizer_vars).size();
-    if (stored > 2 && model.optimizer->variables().size() == 2) model.optimizer->build(optimizer_weights(model));
-    VarsGroup g = optimizer_group(model);
+    VarsGroup g = optimizer_vars_for_loading(model, f.children(optimizer_vars).size(), f.read_string_attribute(optimizer_vars, "name"),
+                                             f.path() + ": " + optimizer_vars);
     g.path = under(root, g.path);
-    // Keras and Tandem name the vars group after the optimizer's class; a known other class is
-    // refused even when its variable count matches (SGD with momentum and RMSprop both keep one
-    // slot per weight). An unknown name (a user's own) leaves the count as the only check.
-    static const std::set<std::string> known_classes = {"adam", "adam_w", "sgd", "rm_sprop", "adagrad", "adadelta", "adamax",
-                                                        "nadam", "ftrl", "lion", "lamb", "loss_scale_optimizer"};
-    const std::optional<std::string> saved_by = f.read_string_attribute(optimizer_vars, "name");
-    if (saved_by && *saved_by != g.name && known_classes.count(*saved_by))
-      throw Error(f.path() + ": " + optimizer_vars + ": the optimizer state was saved by optimizer \"" + *saved_by + "\", but the model's optimizer is \"" +
-                  g.name + "\"; compile the model with that optimizer to load its state, or load the file into a model not compiled yet (the layers' weights only)");
-    if (stored != g.variables.size())
-      throw Error(f.path() + ": " + optimizer_vars + ": expected " + std::to_string(g.variables.size()) + " variables for " + g.owner +
-                  ", got " + std::to_string(stored) + " (was the file saved with another optimizer?)");
     stage(f, g, staged, true);
   }
   for (const Staged& s : staged) s.variable->assign(s.value);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,13 @@ void save_weights(const WeightsModel& model, const std::string& path, const Save
 // and changes nothing unless everything matches. Optimizer state is loaded when the model is
 // compiled and the file has an optimizer group (the optimizer is built for it if needed).
 void load_weights(const WeightsModel& model, const std::string& path);
+
+// The optimizer's vars group for loading a file that stores `stored` optimizer variables: an
+// optimizer that has taken no step yet has no slots, so it is built for the model's weights first.
+// Throws if the file's optimizer class (`saved_by`, Keras's snake_case name, when the file names
+// one) is a known class other than the model's, or if the counts differ; `where` names the group.
+VarsGroup optimizer_vars_for_loading(const WeightsModel& model, std::size_t stored, const std::optional<std::string>& saved_by,
+                                     const std::string& where);
 
 // The same tree inside an open file, under the group `root` ("" is the file's root): what
 // save_weights writes and load_weights reads, for files that hold more than weights.

@@ -37,7 +37,12 @@ class BatchNormalizationLayer : public Layer {
                                {"beta_initializer", initializer_json(opts_.beta_initializer)},
                                {"gamma_initializer", initializer_json(opts_.gamma_initializer)},
                                {"moving_mean_initializer", initializer_json(opts_.moving_mean_initializer)},
-                               {"moving_variance_initializer", initializer_json(opts_.moving_variance_initializer)}});
+                               {"moving_variance_initializer", initializer_json(opts_.moving_variance_initializer)},
+                               {"synchronized", false},
+                               {"renorm", false},
+                               {"renorm_clipping", nullptr},
+                               {"renorm_momentum", 0.99}},
+                       {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
   }
 
   void build(const std::vector<Shape>& in) override {
@@ -90,6 +95,9 @@ class BatchNormalizationLayer : public Layer {
 
 const RegisterLayer registered("BatchNormalization", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
   c.expect("synchronized", false);
+  c.expect("renorm", false);
+  c.expect_null({"renorm_clipping"});
+  c.number("renorm_momentum", 0.99);  // used only with renorm
   const BatchNormalizationOptions d;
   return std::make_shared<BatchNormalizationLayer>(BatchNormalizationOptions{
       .axis = static_cast<int>(c.integer("axis", d.axis)),

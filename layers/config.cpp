@@ -5,9 +5,10 @@
 
 namespace tandem::layers {
 
-std::string config_text(const Layer& layer, const Json& args) {
-  Json config{{"name", layer.name()}, {"trainable", true}, {"dtype", "float32"}};
+std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none) {
+  Json config{{"name", layer.name()}, {"trainable", true}, {"dtype", config::dtype_policy_json()}};
   for (const auto& [key, value] : args.items()) config[key] = value;
+  for (const char* key : none) config[key] = nullptr;
   return config.dump();
 }
 
@@ -28,7 +29,9 @@ std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Js
     throw ValueError("unknown layer class \"" + class_name + "\"; the layer classes Tandem can rebuild are: " + known);
   }
   const ConfigReader reader(class_name, config);
+  reader.read_layer_basics();
   std::shared_ptr<Layer> layer = (*found)(reader);
+  reader.check_all_read();
   // A config may leave the name out (the layer is then named automatically), never change it.
   if (!reader.name().empty() && layer->name() != reader.name())
     throw ValueError(class_name + ": the rebuilt layer is named \"" + layer->name() + "\", expected \"" + reader.name() + "\"");

@@ -4,6 +4,7 @@
 // a config (ConfigReader) is shared with optimizers and losses: config/config_reader.h.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <source_location>
 #include <string>
@@ -20,9 +21,10 @@ using config::initializer_json;
 using config::int2_json;
 using config::Json;
 
-// The config text of `layer`: name, trainable and dtype (as Keras starts every layer's config), then
-// `args`, the layer's own arguments.
-std::string config_text(const Layer& layer, const Json& args);
+// The config text of `layer`: name, trainable and dtype (as Keras 3 starts every layer's config),
+// then `args`, the layer's own arguments, then `none`: the arguments Tandem does not implement
+// (regularizers, constraints, ...), written as null as Keras writes them when they are not used.
+std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none = {});
 
 using LayerFactory = std::shared_ptr<Layer> (*)(const ConfigReader& config);
 
@@ -39,8 +41,8 @@ struct RegisterLayer {
 };
 
 // A new, unbuilt layer made from its config. Throws ValueError naming the class if no layer of that
-// class is registered, or naming the key if the config is not one the class accepts; throws Error
-// if any layer class failed to register.
+// class is registered, or naming the key if the config is not one the class accepts (a key the class
+// does not read is refused too); throws Error if any layer class failed to register.
 std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Json& config);
 
 // Every registered class name, sorted.

@@ -40,7 +40,8 @@ class Conv2DLayer : public Layer {
                                {"activation", opts_.activation.empty() ? "linear" : opts_.activation},
                                {"use_bias", opts_.use_bias},
                                {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
-                               {"bias_initializer", initializer_json(opts_.bias_initializer)}});
+                               {"bias_initializer", initializer_json(opts_.bias_initializer)}},
+                       {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"});
   }
 
   void build(const std::vector<Shape>& in) override {

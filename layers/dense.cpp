@@ -22,7 +22,8 @@ class DenseLayer : public Layer {
                                {"activation", activation_.empty() ? "linear" : activation_},
                                {"use_bias", opts_.use_bias},
                                {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
-                               {"bias_initializer", initializer_json(opts_.bias_initializer)}});
+                               {"bias_initializer", initializer_json(opts_.bias_initializer)}},
+                       {"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint", "quantization_config"});
   }
 
   void build(const std::vector<Shape>& in) override {
@@ -51,6 +52,7 @@ class DenseLayer : public Layer {
 };
 
 const RegisterLayer registered("Dense", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  c.expect_null({"quantization_config", "lora_rank"});
   return std::make_shared<DenseLayer>(c.integer("units"), c.activation("activation"),
                                       DenseOptions{.use_bias = c.boolean("use_bias", true),
                                                    .kernel_initializer = c.initializer("kernel_initializer", "glorot_uniform"),

@@ -23,7 +23,8 @@ class EmbeddingLayer : public Layer {
     return config_text(*this, {{"input_dim", input_dim_},
                                {"output_dim", output_dim_},
                                {"embeddings_initializer", initializer_json(opts_.embeddings_initializer)},
-                               {"mask_zero", false}});
+                               {"mask_zero", false}},
+                       {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint", "quantization_config"});
   }
 
   void build(const std::vector<Shape>& in) override {
@@ -51,6 +52,7 @@ class EmbeddingLayer : public Layer {
 
 const RegisterLayer registered("Embedding", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
   c.expect("mask_zero", false);
+  c.expect_null({"quantization_config", "lora_rank"});
   return std::make_shared<EmbeddingLayer>(
       c.integer("input_dim"), c.integer("output_dim"),
       EmbeddingOptions{.embeddings_initializer = c.initializer("embeddings_initializer", "uniform"), .name = c.name()});

@@ -28,13 +28,13 @@ const RegisterLayer registered("InputLayer", [](const ConfigReader& c) -> std::s
 Json input_layer_config(const Shape& shape, DType dtype) {
   Json batch_shape = Json::array({nullptr});
   for (int64_t d : shape.dims()) batch_shape.push_back(d);
-  return {{"batch_shape", batch_shape}, {"dtype", dtype_name(dtype)}, {"sparse", false}};
+  return {{"batch_shape", batch_shape}, {"dtype", dtype_name(dtype)}, {"sparse", false}, {"ragged", false}, {"optional", false}};
 }
 
 Shape input_layer_shape(const ConfigReader& c) {
   // Keras 3 writes batch_shape, Keras 2 batch_input_shape; both start with the batch dimension.
   const char* key = c.has("batch_shape") ? "batch_shape" : "batch_input_shape";
-  const Json* dims = c.has(key) ? &c.json().at(key) : nullptr;
+  const Json* dims = c.value(key);
   if (!dims || !dims->is_array() || dims->empty()) c.fail(key, "a list [null, d1, d2, ...] (the batch dimension first)");
   std::vector<int64_t> out;
   for (std::size_t i = 1; i < dims->size(); ++i) {
@@ -44,6 +44,8 @@ Shape input_layer_shape(const ConfigReader& c) {
     out.push_back(d.get<int64_t>());
   }
   c.expect("sparse", false);
+  c.expect("ragged", false);
+  c.expect("optional", false);
   return Shape(out);
 }
 

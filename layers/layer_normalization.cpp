@@ -25,13 +25,15 @@ class LayerNormalizationLayer : public Layer {
   }
   std::string class_name() const override { return "LayerNormalization"; }
   std::string config_json() const override {
-    return config_text(*this, {{"axis", opts_.axis},
+    // Keras writes the axis it was given (-1) until the layer is built, then the list of axes.
+    return config_text(*this, {{"axis", built() ? Json::array({opts_.axis}) : Json(opts_.axis)},
                                {"epsilon", opts_.epsilon},
                                {"center", opts_.center},
                                {"scale", opts_.scale},
                                {"rms_scaling", false},
                                {"beta_initializer", initializer_json(opts_.beta_initializer)},
-                               {"gamma_initializer", initializer_json(opts_.gamma_initializer)}});
+                               {"gamma_initializer", initializer_json(opts_.gamma_initializer)}},
+                       {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
   }
 
   void build(const std::vector<Shape>& in) override {
@@ -76,7 +78,7 @@ const RegisterLayer registered("LayerNormalization", [](const ConfigReader& c) -
   c.expect("rms_scaling", false);
   const LayerNormalizationOptions d;
   // Keras may write the axis as a one-element list.
-  const Json* axis = c.has("axis") ? &c.json().at("axis") : nullptr;
+  const Json* axis = c.value("axis");
   const bool listed = axis && axis->is_array() && axis->size() == 1 && (*axis)[0].is_number_integer();
   return std::make_shared<LayerNormalizationLayer>(LayerNormalizationOptions{
       .axis = listed ? (*axis)[0].get<int>() : static_cast<int>(c.integer("axis", d.axis)),

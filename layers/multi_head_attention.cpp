@@ -37,17 +37,23 @@ class MultiHeadAttentionLayer : public Layer {
   }
   std::string class_name() const override { return "MultiHeadAttention"; }
   std::string config_json() const override {
-    return config_text(*this, {{"num_heads", heads_},
-                               {"key_dim", key_dim_},
-                               {"value_dim", value_dim_},
-                               {"dropout", opts_.dropout},
-                               {"use_bias", opts_.use_bias},
-                               {"output_shape", opts_.output_shape.rank() ? Json(opts_.output_shape.dims()) : Json(nullptr)},
-                               {"attention_axes", nullptr},
-                               {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
-                               {"bias_initializer", initializer_json(opts_.bias_initializer)},
-                               {"use_causal_mask", opts_.use_causal_mask},
-                               {"seed", seed_}});
+    // Keras computes attention_axes when the layer is built: the time axis of (batch, time, features).
+    Json args{{"num_heads", heads_},
+              {"key_dim", key_dim_},
+              {"value_dim", value_dim_},
+              {"dropout", opts_.dropout},
+              {"use_bias", opts_.use_bias},
+              {"use_gate", false},
+              {"output_shape", opts_.output_shape.rank() ? Json(opts_.output_shape.dims()) : Json(nullptr)},
+              {"attention_axes", built() ? Json::array({1}) : Json(nullptr)},
+              {"sliding_window", nullptr},
+              {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
+              {"bias_initializer", initializer_json(opts_.bias_initializer)}};
+    // Keras passes the causal mask at each call (a call argument in the model config), not to the
+    // constructor; Tandem's model configs move this key there (model/model_config.cpp).
+    if (opts_.use_causal_mask) args["use_causal_mask"] = true;
+    args["seed"] = seed_;
+    return config_text(*this, args, {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"});
   }
 
   void build(const std::vector<Shape>& in) override {
@@ -149,12 +155,17 @@ class MultiHeadAttentionLayer : public Layer {
 };
 
 const RegisterLayer registered("MultiHeadAttention", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  c.expect("attention_axes", nullptr);
+  // Tandem attends over the time axis of (batch, time, features): Keras's default (null) or [1].
+  const Json* axes = c.value("attention_axes");
+  if (axes && !axes->is_null() && *axes != Json::array({1}) && *axes != Json(1) && *axes != Json::array({-2}))
+    c.fail("attention_axes", "null or [1] (attention over the time axis of (batch, time, features), the only one Tandem implements)");
+  c.expect("use_gate", false);
+  c.expect_null({"sliding_window"});
   const int64_t key_dim = c.integer("key_dim");
   // Keras writes an int output_shape for a one-dimensional one.
   Shape output_shape;
-  if (c.has("output_shape") && !c.json().at("output_shape").is_null())
-    output_shape = c.json().at("output_shape").is_array() ? Shape(c.integers("output_shape")) : Shape{c.integer("output_shape")};
+  if (const Json* shape = c.value("output_shape"); shape && !shape->is_null())
+    output_shape = shape->is_array() ? Shape(c.integers("output_shape")) : Shape{c.integer("output_shape")};
   return std::make_shared<MultiHeadAttentionLayer>(
       c.integer("num_heads"), key_dim,
       MultiHeadAttentionOptions{.value_dim = c.integer("value_dim", 0),

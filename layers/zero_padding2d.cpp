@@ -36,7 +36,7 @@ class ZeroPadding2DLayer : public Layer {
 
 // Keras's padding argument: 1, [1, 2] (symmetric height and width) or [[top, bottom], [left, right]].
 std::array<int64_t, 4> padding_from(const ConfigReader& c) {
-  const Json& p = c.has("padding") ? c.json().at("padding") : Json(1);
+  const Json& p = c.value("padding") ? *c.value("padding") : Json(1);
   auto pair = [&](const Json& v) {
     if (v.is_number_integer()) return Int2(v.get<int64_t>());
     if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer())

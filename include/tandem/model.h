@@ -143,7 +143,8 @@ class Sequential : public Model {
  public:
   explicit Sequential(std::vector<LayerRef> layers = {}, const std::string& name = "");
   void add(LayerRef layer);
-  void build(const Shape& input_shape, DType dtype = DType::F32);  // batch excluded
+  // Batch excluded; `input_name` names the model's input (as Input's name does), automatic when empty.
+  void build(const Shape& input_shape, DType dtype = DType::F32, const std::string& input_name = "");
 
  private:
   void ensure_built(const Shape& sample_shape, DType dtype) override;

@@ -38,13 +38,23 @@ Json initializer_json(const std::string& name) {
   const std::string canonical = canonical_initializer(name);
   for (const InitializerClass& c : kInitializers) {
     if (canonical != c.name) continue;
+    // Keras 3.15's get_config of each class: Zeros and Ones take no arguments, the variance-scaling
+    // family a seed and the axes it computes fans over, the random ones a seed and their range.
     Json config = Json::object();
-    if (canonical == "uniform") config = {{"minval", -0.05}, {"maxval", 0.05}};
-    if (canonical == "normal") config = {{"mean", 0.0}, {"stddev", 0.05}};
-    config["seed"] = nullptr;
-    return {{"class_name", c.class_name}, {"config", config}};
+    if (canonical == "uniform") {
+      config = {{"seed", nullptr}, {"minval", -0.05}, {"maxval", 0.05}};
+    } else if (canonical == "normal") {
+      config = {{"seed", nullptr}, {"mean", 0.0}, {"stddev", 0.05}};
+    } else if (canonical != "zeros" && canonical != "ones") {
+      config = {{"seed", nullptr}, {"input_axes", nullptr}, {"output_axes", nullptr}};
+    }
+    return {{"module", "keras.initializers"}, {"class_name", c.class_name}, {"config", config}, {"registered_name", nullptr}};
   }
   return name;
+}
+
+Json dtype_policy_json() {
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", "float32"}}}, {"registered_name", nullptr}};
 }
 
 Json int2_json(const Int2& v) { return Json::array({v.h, v.w}); }
@@ -61,7 +71,44 @@ bool ConfigReader::has(const char* key) const { return config_.contains(key); }
 
 const Json& ConfigReader::at(const char* key) const {
   if (!has(key)) fail(key, "a value (the key is missing)");
+  read_.insert(key);
   return config_.at(key);
+}
+
+const Json* ConfigReader::value(const char* key) const {
+  if (!has(key)) return nullptr;
+  read_.insert(key);
+  return &config_.at(key);
+}
+
+void ConfigReader::expect_null(std::initializer_list<const char*> keys) const {
+  for (const char* key : keys) expect(key, nullptr);
+}
+
+void ConfigReader::read_layer_basics() const {
+  name();
+  read_.insert("name");
+  expect("trainable", true);
+  const Json* dtype = value("dtype");
+  if (!dtype || dtype->is_null() || *dtype == "float32") return;
+  const bool policy = dtype->is_object() && dtype->value("class_name", "") == "DTypePolicy" && dtype->contains("config") &&
+                      dtype->at("config").is_object() && dtype->at("config").value("name", "") == "float32";
+  if (!policy) fail("dtype", "\"float32\" or Keras's DTypePolicy named \"float32\" (Tandem's layers compute in float32)");
+}
+
+void ConfigReader::check_all_read() const {
+  auto ends_with = [](const std::string& s, const std::string& end) {
+    return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+  };
+  for (const auto& [key, v] : config_.items()) {
+    if (read_.count(key)) continue;
+    if (v.is_null() && (ends_with(key, "_regularizer") || ends_with(key, "_constraint"))) continue;
+    std::string known;
+    for (const std::string& k : read_) known += (known.empty() ? "" : ", ") + k;
+    const std::string who = class_name_ + (name().empty() ? std::string() : " \"" + name() + "\"");
+    throw ValueError(who + ": config key \"" + key + "\": Tandem's " + class_name_ + " has no such argument (value " + shorten(v.dump()) +
+                     "); it reads: " + known);
+  }
 }
 
 void ConfigReader::fail(const char* key, const std::string& expected) const {
@@ -81,7 +128,7 @@ int64_t ConfigReader::integer(const char* key) const {
 }
 
 int64_t ConfigReader::integer(const char* key, int64_t fallback) const {
-  return has(key) && !config_.at(key).is_null() ? integer(key) : fallback;
+  return value(key) && !config_.at(key).is_null() ? integer(key) : fallback;
 }
 
 double ConfigReader::number(const char* key) const {
@@ -93,26 +140,26 @@ double ConfigReader::number(const char* key) const {
 double ConfigReader::number(const char* key, double fallback) const { return has(key) ? number(key) : fallback; }
 
 bool ConfigReader::boolean(const char* key, bool fallback) const {
-  if (!has(key)) return fallback;
+  if (!value(key)) return fallback;
   const Json& v = config_.at(key);
   if (!v.is_boolean()) fail(key, "true or false");
   return v.get<bool>();
 }
 
 std::string ConfigReader::string(const char* key, const std::string& fallback) const {
-  if (!has(key)) return fallback;
+  if (!value(key)) return fallback;
   const Json& v = config_.at(key);
   if (!v.is_string()) fail(key, "a string");
   return v.get<std::string>();
 }
 
 std::string ConfigReader::activation(const char* key) const {
-  if (!has(key) || config_.at(key).is_null()) return "linear";
+  if (!value(key) || config_.at(key).is_null()) return "linear";
   return string(key, "linear");
 }
 
 std::string ConfigReader::initializer(const char* key, const std::string& fallback) const {
-  if (!has(key)) return fallback;
+  if (!value(key)) return fallback;
   const Json& v = config_.at(key);
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
@@ -160,11 +207,11 @@ Int2 ConfigReader::int2(const char* key) const {
 }
 
 Int2 ConfigReader::int2(const char* key, const Int2& fallback) const {
-  return has(key) && !config_.at(key).is_null() ? int2(key) : fallback;
+  return value(key) && !config_.at(key).is_null() ? int2(key) : fallback;
 }
 
 std::optional<uint64_t> ConfigReader::seed(const char* key) const {
-  if (!has(key) || config_.at(key).is_null()) return std::nullopt;
+  if (!value(key) || config_.at(key).is_null()) return std::nullopt;
   const Json& v = config_.at(key);
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
@@ -172,7 +219,7 @@ std::optional<uint64_t> ConfigReader::seed(const char* key) const {
 }
 
 void ConfigReader::expect(const char* key, const Json& only) const {
-  if (has(key) && config_.at(key) != only) fail(key, only.dump() + " (Tandem supports no other value)");
+  if (value(key) && config_.at(key) != only) fail(key, only.dump() + " (Tandem supports no other value)");
 }
 
 }  // namespace tandem::config

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <initializer_list>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,14 +18,19 @@ using layers::Int2;  // kernel sizes, strides and pool sizes: one integer or (h,
 
 using Json = nlohmann::ordered_json;  // keeps keys in the order written, like Keras's dicts
 
-// Initializers as Keras serialises them: "glorot_uniform" -> {"class_name": "GlorotUniform",
-// "config": {"seed": null}}. Names Keras has no class for are written as plain strings.
+// Initializers as Keras 3 serialises them: "glorot_uniform" -> {"module": "keras.initializers",
+// "class_name": "GlorotUniform", "config": {"seed": null, ...}, "registered_name": null}, each class
+// with the config keys Keras gives it. Names Keras has no class for are written as plain strings.
 Json initializer_json(const std::string& name);
+// A layer's dtype as Keras 3 writes it: {"module": "keras", "class_name": "DTypePolicy", "config":
+// {"name": "float32"}, "registered_name": null}.
+Json dtype_policy_json();
 Json int2_json(const Int2& v);  // [h, w]
 
 // Reads one config (a layer's, an optimizer's, a loss's). Every accessor throws ValueError naming
 // the class, the layer and the key: `Dense "fc": config key "units": expected a positive integer,
-// got "ten"`.
+// got "ten"`. The reader remembers which keys were read, so that check_all_read() can refuse the
+// keys nobody reads instead of ignoring what they ask for.
 class ConfigReader {
  public:
   ConfigReader(std::string class_name, const Json& config);
@@ -44,6 +51,16 @@ class ConfigReader {
   std::optional<uint64_t> seed(const char* key) const;                            // null/absent: none
   // Keys Tandem does not implement: accepted only with the value that means "not used".
   void expect(const char* key, const Json& only) const;
+  void expect_null(std::initializer_list<const char*> keys) const;  // each absent or null
+  // The keys every Keras layer config starts with: name, trainable (true) and dtype (float32, as a
+  // string or Keras 3's DTypePolicy).
+  void read_layer_basics() const;
+  // The value of `key` (null when absent), counted as read: for values an accessor does not cover.
+  const Json* value(const char* key) const;
+  // Throws ValueError for the first key no accessor read (a regularizer or constraint key set to
+  // null, which Keras writes for "none", is accepted): `Dense "fc": config key "kernel_quantizer":
+  // Tandem's Dense has no such argument (value "int8"); it reads: name, trainable, dtype, units, ...`.
+  void check_all_read() const;
 
   [[noreturn]] void fail(const char* key, const std::string& expected) const;
   bool has(const char* key) const;
@@ -52,6 +69,7 @@ class ConfigReader {
   const Json& at(const char* key) const;
   std::string class_name_;
   const Json& config_;
+  mutable std::set<std::string> read_;
 };
 
 }  // namespace tandem::config

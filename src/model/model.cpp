@@ -171,10 +171,10 @@ void Sequential::add(LayerRef layer) {
   if (input_shape_) build(*input_shape_, dtype_);  // layers added after building join the chain
 }
 
-void Sequential::build(const Shape& input_shape, DType dtype) {
+void Sequential::build(const Shape& input_shape, DType dtype, const std::string& input_name) {
   input_shape_ = input_shape;
   dtype_ = dtype;
-  Symbol x = Input(input_shape, dtype);
+  Symbol x = Input(input_shape, dtype, input_name);
   Symbol y = x;
   for (const LayerRef& l : layers_)
     if (!layers::input_layer_shape(*l)) y = l(y);

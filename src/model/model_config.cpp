@@ -50,24 +50,68 @@ Json input_config(const Symbol& input) {
 
 // ---- writing ----
 
-Json sequential_config(const ModelGraph& m) {
+// Keras's config of a layer argument that its call takes instead of its constructor.
+constexpr const char* kCallArguments[] = {"use_causal_mask"};
+// The classes Keras builds when it makes them, so their entries have no build_config.
+const std::set<std::string> kBuiltAtConstruction = {"MaxPooling2D", "AveragePooling2D", "Dropout", "Activation",
+                                                    "GlobalAveragePooling2D", "Reshape"};
+
+// One layer's entry: {"class_name", "config"}, and in an archive Keras 3's serialised-object keys.
+// `inputs` are the shapes of the layer's first call, for the archive's build_config.
+Json layer_entry(const std::string& class_name, Json config, const std::vector<Shape>& inputs, ConfigForm form) {
+  for (const char* key : kCallArguments) config.erase(key);
+  if (form == ConfigForm::hdf5) return {{"class_name", class_name}, {"config", config}};
+  Json entry{{"module", "keras.layers"}, {"class_name", class_name}, {"config", config}, {"registered_name", nullptr}};
+  if (class_name == "InputLayer" || inputs.empty() || kBuiltAtConstruction.count(class_name)) return entry;
+  if (class_name == "MultiHeadAttention") {  // Keras builds it from named shapes
+    Json shapes{{"query_shape", shape_json(inputs[0])}, {"value_shape", shape_json(inputs[1])}};
+    if (inputs.size() > 2) shapes["key_shape"] = shape_json(inputs[2]);
+    entry["build_config"] = {{"shapes_dict", shapes}};
+  } else if (inputs.size() == 1) {
+    entry["build_config"] = {{"input_shape", shape_json(inputs[0])}};
+  } else {
+    Json list = Json::array();
+    for (const Shape& in : inputs) list.push_back(shape_json(in));
+    entry["build_config"] = {{"input_shape", list}};
+  }
+  return entry;
+}
+
+std::vector<Shape> input_shapes(const Node& call) {
+  std::vector<Shape> out;
+  for (const Symbol& s : call.inputs) out.push_back(s.shape());
+  return out;
+}
+
+// The model's own wrapper: Keras 3 records how to rebuild it as an object of a module.
+Json model_entry(const char* class_name, Json config, const Json& input_shape, ConfigForm form) {
+  if (form == ConfigForm::hdf5) return {{"class_name", class_name}, {"config", config}};
+  const bool functional = std::string(class_name) == "Functional";
+  return {{"module", functional ? "keras.src.models.functional" : "keras"},
+          {"class_name", class_name},
+          {"config", config},
+          {"registered_name", functional ? Json("Functional") : Json(nullptr)},
+          {"build_config", {{"input_shape", input_shape}}}};
+}
+
+Json sequential_config(const ModelGraph& m, ConfigForm form) {
   Json list = Json::array();
-  list.push_back({{"class_name", "InputLayer"}, {"config", input_config(m.input)}});
+  list.push_back(layer_entry("InputLayer", input_config(m.input), {}, form));
   std::set<const Layer*> seen;
   for (const auto& call : m.calls) {
     const Layer& layer = *call->layer;
     if (!seen.insert(&layer).second)
       throw ValueError("Sequential \"" + m.name + "\": calls " + who(layer) +
                        " more than once; a saved Sequential is a list of distinct layers (share layers in a functional model)");
-    list.push_back({{"class_name", layer.class_name()}, {"config", parse_object(layer.config_json(), who(layer))}});
+    list.push_back(layer_entry(layer.class_name(), parse_object(layer.config_json(), who(layer)), input_shapes(*call), form));
   }
-  Json config{{"name", m.name}, {"trainable", true}, {"dtype", "float32"}};
+  Json config{{"name", m.name}, {"trainable", true}, {"dtype", config::dtype_policy_json()}};
   config["layers"] = list;
   config["build_input_shape"] = shape_json(m.input.shape());
-  return {{"class_name", "Sequential"}, {"config", config}};
+  return model_entry("Sequential", config, shape_json(m.input.shape()), form);
 }
 
-Json functional_config(const ModelGraph& m) {
+Json functional_config(const ModelGraph& m, ConfigForm form) {
   const std::string& input_name = m.input.node()->input_name;
   std::map<std::string, std::string> names{{input_name, "the model's input"}};
   for (const auto& layer : m.layers)
@@ -94,32 +138,41 @@ Json functional_config(const ModelGraph& m) {
   };
 
   Json list = Json::array();
-  list.push_back({{"class_name", "InputLayer"}, {"config", input_config(m.input)}, {"name", input_name}, {"inbound_nodes", Json::array()}});
+  Json input_entry = layer_entry("InputLayer", input_config(m.input), {}, form);
+  input_entry["name"] = input_name;
+  input_entry["inbound_nodes"] = Json::array();
+  list.push_back(input_entry);
   for (const auto& layer : m.layers) {
+    const Json config = parse_object(layer->config_json(), who(*layer));
+    Json kwargs = Json::object();
+    for (const char* key : kCallArguments)
+      if (config.contains(key)) kwargs[key] = config.at(key);
     Json nodes = Json::array();
     for (const Node* n : nodes_of[layer.get()]) {
-      // One input is passed as itself, several as one list (Keras: Dense()(x), Add()([a, b])).
+      // One input is passed as itself, several as one list (Keras: Dense()(x), Add()([a, b])),
+      // except attention's, which takes query, value (and key) as separate arguments.
       Json args = Json::array();
-      if (n->inputs.size() == 1) {
-        args.push_back(tensor(n->inputs[0]));
+      if (n->inputs.size() == 1 || layer->class_name() == "MultiHeadAttention") {
+        for (const Symbol& s : n->inputs) args.push_back(tensor(s));
       } else {
         Json group = Json::array();
         for (const Symbol& s : n->inputs) group.push_back(tensor(s));
         args.push_back(group);
       }
-      nodes.push_back({{"args", args}, {"kwargs", Json::object()}});
+      nodes.push_back({{"args", args}, {"kwargs", kwargs}});
     }
-    Json entry{{"class_name", layer->class_name()}};
-    entry["config"] = parse_object(layer->config_json(), who(*layer));
+    const auto& calls = nodes_of[layer.get()];
+    Json entry = layer_entry(layer->class_name(), config, calls.empty() ? std::vector<Shape>{} : input_shapes(*calls[0]), form);
     entry["name"] = layer->name();
     entry["inbound_nodes"] = nodes;
     list.push_back(entry);
   }
   Json config{{"name", m.name}, {"trainable", true}};
   config["layers"] = list;
-  config["input_layers"] = Json::array({history(m.input)});
-  config["output_layers"] = Json::array({history(m.output)});
-  return {{"class_name", "Functional"}, {"config", config}};
+  // One input and one output: Keras writes each as the connection itself, not a list of them.
+  config["input_layers"] = history(m.input);
+  config["output_layers"] = history(m.output);
+  return model_entry("Functional", config, nullptr, form);
 }
 
 // ---- reading ----
@@ -150,6 +203,7 @@ std::unique_ptr<Model> sequential_from_config(const Json& config, const std::str
   std::vector<LayerRef> refs;
   std::optional<Shape> shape;
   DType dtype = DType::F32;
+  std::string input_name;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string where = "Sequential config: layers[" + std::to_string(i) + "]";
     const std::string cls = string_member(list[i], "class_name", where);
@@ -159,6 +213,7 @@ std::unique_ptr<Model> sequential_from_config(const Json& config, const std::str
       const ConfigReader reader(cls, layer_config);
       shape = layers::input_layer_shape(reader);
       dtype = layers::input_layer_dtype(reader);
+      input_name = reader.name();
       continue;
     }
     try {
@@ -174,7 +229,7 @@ std::unique_ptr<Model> sequential_from_config(const Json& config, const std::str
   if (!shape) throw ValueError("Sequential config: the input shape is missing (no InputLayer and no build_input_shape)");
   if (refs.empty()) throw ValueError("Sequential config: the model has no layers");
   auto model = std::make_unique<Sequential>(std::move(refs), name);
-  model->build(*shape, dtype);
+  model->build(*shape, dtype, input_name);
   return model;
 }
 
@@ -229,6 +284,28 @@ std::vector<Ref> node_refs(const Json& node, const std::string& where) {
   return refs;
 }
 
+// A layer's config with the call arguments of its recorded calls (Keras 3's "kwargs") moved in:
+// Tandem's layers take them at construction, so every call must pass the same values.
+Json with_call_arguments(Json config, const Json& nodes, const std::string& where) {
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    if (!nodes[n].is_object() || !nodes[n].contains("kwargs")) continue;
+    const Json& kwargs = nodes[n].at("kwargs");
+    const std::string at = where + ", inbound_nodes[" + std::to_string(n) + "]";
+    if (!kwargs.is_object()) throw ValueError(at + ": \"kwargs\" must be a JSON object, got " + shorten(kwargs.dump()));
+    for (const auto& [key, value] : kwargs.items()) {
+      const bool known = std::any_of(std::begin(kCallArguments), std::end(kCallArguments), [&](const char* k) { return key == k; });
+      if (!known)
+        throw ValueError(at + ": the call argument \"" + key + "\" (value " + shorten(value.dump()) +
+                         ") is not supported; Tandem's layers take only their inputs and use_causal_mask when called");
+      if (config.contains(key) && config.at(key) != value)
+        throw ValueError(at + ": the call argument \"" + key + "\" is " + shorten(value.dump()) + " here but " + shorten(config.at(key).dump()) +
+                         " in another call; Tandem's layers take it once, at construction");
+      config[key] = value;
+    }
+  }
+  return config;
+}
+
 Ref single_endpoint(const Json& config, const char* key) {
   const Json& v = member(config, key, "Functional config");
   const std::string where = std::string("Functional config: ") + key;
@@ -270,15 +347,16 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
       input_layers.insert(entry_name);
       continue;
     }
-    std::shared_ptr<Layer> layer;
-    try {
-      layer = layers::layer_from_config(cls, layer_config);
-    } catch (...) {
-      rethrow_with(where + ": ");
-    }
     const Json empty = Json::array();
     const Json& nodes = list[i].contains("inbound_nodes") ? list[i].at("inbound_nodes") : empty;
     if (!nodes.is_array()) throw ValueError(where + ": \"inbound_nodes\" must be a list");
+    const Json full_config = with_call_arguments(layer_config, nodes, where);
+    std::shared_ptr<Layer> layer;
+    try {
+      layer = layers::layer_from_config(cls, full_config);
+    } catch (...) {
+      rethrow_with(where + ": ");
+    }
     node_counts[entry_name] = static_cast<int>(nodes.size());
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       const std::string at = where + ", inbound_nodes[" + std::to_string(n) + "]";
@@ -357,13 +435,26 @@ std::string class_list(const ClassName (&table)[N]) {
   return s;
 }
 
+OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c);
+LossPtr loss_of_class(const std::string& cls, const ConfigReader& c);
+
 OptimizerPtr optimizer_from(const Json& v) {
   if (v.is_string()) return optimizers::get(v.get<std::string>());
   const std::string cls = string_member(v, "class_name", "training_config: optimizer_config");
   const Json empty = Json::object();
   const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
-  for (const char* key : {"clipnorm", "clipvalue", "global_clipnorm"}) c.expect(key, nullptr);
+  OptimizerPtr optimizer = optimizer_of_class(cls, c);
+  c.check_all_read();
+  return optimizer;
+}
+
+// The optimizer of Keras class `cls`, from the keys Keras 3 writes for it.
+OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
+  c.value("name");
+  c.expect_null({"clipnorm", "clipvalue", "global_clipnorm", "loss_scale_factor", "gradient_accumulation_steps", "ema_overwrite_frequency"});
   c.expect("use_ema", false);
+  c.number("ema_momentum", 0.99);  // used only with use_ema
+  if (cls != "AdamW") c.expect_null({"weight_decay"});
   if (cls == "SGD") {
     const optimizers::SGDOptions d;
     return optimizers::SGD(c.number("learning_rate", 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov)});
@@ -394,7 +485,18 @@ LossPtr loss_from(const Json& v) {
   const std::string cls = string_member(v, "class_name", "training_config: loss");
   const Json empty = Json::object();
   const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
+  LossPtr loss = loss_of_class(cls, c);
+  c.check_all_read();
+  return loss;
+}
+
+// The loss of Keras class `cls`, from the keys Keras 3 writes for it.
+LossPtr loss_of_class(const std::string& cls, const ConfigReader& c) {
+  c.value("name");
   c.expect("reduction", "sum_over_batch_size");
+  c.expect_null({"ignore_class"});
+  c.expect("label_smoothing", 0.0);
+  c.expect("axis", -1);
   const losses::CrossentropyOptions o{.from_logits = c.boolean("from_logits", false)};
   if (cls == "SparseCategoricalCrossentropy") return losses::SparseCategoricalCrossentropy(o);
   if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(o);
@@ -420,9 +522,9 @@ void rethrow_with(const std::string& prefix) {
   }
 }
 
-Json model_config(const ModelGraph& model) {
+Json model_config(const ModelGraph& model, ConfigForm form) {
   if (!model.input.node() || !model.output.node()) throw ValueError("Model \"" + model.name + "\": the model is not built");
-  return model.class_name == "Sequential" ? sequential_config(model) : functional_config(model);
+  return model.class_name == "Sequential" ? sequential_config(model, form) : functional_config(model, form);
 }
 
 std::unique_ptr<Model> model_from_config(const Json& json) {
@@ -435,20 +537,24 @@ std::unique_ptr<Model> model_from_config(const Json& json) {
   throw ValueError("model_config: unknown model class \"" + cls + "\"; expected Sequential or Functional");
 }
 
-Json compile_config(const CompileSettings& s) {
-  const Json optimizer = parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\"");
-  const Json loss = parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\"");
-  Json config{{"loss", {{"class_name", class_of(kLosses, s.loss->name())}, {"config", loss}}}};
-  config["metrics"] = s.metrics;
-  config["loss_weights"] = nullptr;
-  config["weighted_metrics"] = nullptr;
-  config["optimizer_config"] = {{"class_name", class_of(kOptimizers, s.optimizer->name())}, {"config", optimizer}};
-  return config;
+Json compile_config(const CompileSettings& s, ConfigForm form) {
+  auto object = [&](const char* module, const std::string& cls, const Json& config) {
+    if (form == ConfigForm::hdf5) return Json{{"class_name", cls}, {"config", config}};
+    return Json{{"module", module}, {"class_name", cls}, {"config", config}, {"registered_name", nullptr}};
+  };
+  const Json optimizer = object("keras.optimizers", class_of(kOptimizers, s.optimizer->name()),
+                                parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\""));
+  const Json loss = object("keras.losses", class_of(kLosses, s.loss->name()), parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\""));
+  if (form == ConfigForm::hdf5)
+    return {{"loss", loss}, {"metrics", s.metrics}, {"loss_weights", nullptr}, {"weighted_metrics", nullptr}, {"optimizer_config", optimizer}};
+  return {{"optimizer", optimizer},   {"loss", loss},        {"loss_weights", nullptr},   {"metrics", s.metrics},
+          {"weighted_metrics", nullptr}, {"run_eagerly", false}, {"steps_per_execution", 1}, {"jit_compile", true}};
 }
 
 CompileSettings compile_from_config(const Json& config) {
   CompileSettings s;
-  s.optimizer = optimizer_from(member(config, "optimizer_config", "training_config"));
+  // Keras's legacy `.h5` calls it optimizer_config, a `.keras` archive's compile_config optimizer.
+  s.optimizer = optimizer_from(member(config, config.contains("optimizer") ? "optimizer" : "optimizer_config", "training_config"));
   s.loss = loss_from(member(config, "loss", "training_config"));
   if (config.contains("metrics") && !config.at("metrics").is_null()) {
     const Json& metrics = config.at("metrics");

@@ -24,9 +24,15 @@ struct ModelGraph {
   std::vector<std::shared_ptr<Layer>> layers;       // each layer once, in Keras's order (Model.layers)
 };
 
+// Where a config goes. Keras writes the same layer configs in both, wrapped differently:
+//   HDF5: {"class_name", "config"} per layer and for the model (Keras's legacy `.h5`, Tandem's `.h5`)
+//   archive: Keras 3's serialised objects, {"module", "class_name", "config", "registered_name",
+//            "build_config"} (a `.keras` archive's config.json; compile settings in "compile_config")
+enum class ConfigForm { hdf5, archive };
+
 // {"class_name": "Sequential" | "Functional", "config": {"name", "layers": [...], ...}}. Throws
 // ValueError if a layer has no config, or (functional) two layers share a name.
-Json model_config(const ModelGraph& model);
+Json model_config(const ModelGraph& model, ConfigForm form = ConfigForm::hdf5);
 
 // A new model built from such a config: every layer made from its class and config, connected as
 // recorded (weights freshly initialised; not compiled). Throws ValueError/ShapeError naming the
@@ -39,9 +45,11 @@ struct CompileSettings {
   std::vector<std::string> metrics;
 };
 
-// {"loss": {"class_name", "config"}, "metrics": [...], "loss_weights": null, "weighted_metrics": null,
-//  "optimizer_config": {"class_name", "config"}}, as Keras's legacy h5 files hold it.
-Json compile_config(const CompileSettings& settings);
+// hdf5: {"loss": {"class_name", "config"}, "metrics": [...], "loss_weights": null, "weighted_metrics":
+// null, "optimizer_config": {"class_name", "config"}}, as Keras's legacy h5 files hold it; archive:
+// Keras 3's compile_config, {"optimizer": {...}, "loss": {...}, "metrics": [...], ...}. Reading
+// takes either.
+Json compile_config(const CompileSettings& settings, ConfigForm form = ConfigForm::hdf5);
 CompileSettings compile_from_config(const Json& config);
 
 // Inside a catch block: rethrows the exception with `prefix` before its message, keeping its type

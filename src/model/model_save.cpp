@@ -1,16 +1,26 @@
-// Model::save and load_model: one HDF5 file with the model's config, compile settings, weights,
-// optimizer state and training state (docs/saving.md).
+// Model::save and load_model: a whole model (config, compile settings, weights, optimizer state and
+// training state) in one file of three kinds (docs/saving.md):
 //
+// Tandem's `.h5`:
 //   (512-byte user block: Tandem's size and CRC-32 check, io/checksum.h)
 //   /  attributes  format "tandem.model", format_version "1", backend "tandem",
 //                  model_config (JSON), training_config (JSON; compiled models only),
 //                  training_state (JSON)
 //   /model_weights/...  the whole Keras 3 `.weights.h5` tree (io/weights_file.h), optimizer included
+// Keras 3's `.keras` zip archive, written and read:
+//   config.json       the model's config with its compile_config (Keras 3's serialised objects)
+//   metadata.json     keras_version, date_saved; Tandem adds "tandem": {format, training_state}
+//   model.weights.h5  the `.weights.h5` tree, optimizer included
+// Keras's legacy whole-model `.h5` (read only): model_config and training_config attributes, the
+//   weights by layer and weight name (io/keras_legacy_weights.h).
 #include <algorithm>
+#include <ctime>
 
 #include "io/atomic_file.h"
 #include "io/checksum.h"
 #include "io/hdf5_file.h"
+#include "io/keras_legacy_weights.h"
+#include "io/zip_archive.h"
 #include "layer_base/initializers.h"
 #include "model/model_config.h"
 #include "model/model_impl.h"
@@ -26,28 +36,46 @@ using detail::Json;
 constexpr const char* kFormat = "tandem.model";
 constexpr const char* kFormatVersion = "1";
 constexpr const char* kWeightsRoot = "model_weights";
+// The Keras release whose `.keras` format Tandem writes and tests against (metadata.json).
+constexpr const char* kKerasVersion = "3.15.1";
+constexpr const char* kArchiveConfig = "config.json";
+constexpr const char* kArchiveMetadata = "metadata.json";
+constexpr const char* kArchiveWeights = "model.weights.h5";
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-void check_extension(const std::string& path) {
+// Whether `path` names a `.keras` archive (else Tandem's HDF5 file).
+bool check_extension(const std::string& path) {
   if (ends_with(path, ".weights.h5"))
     throw ValueError("Model::save writes a whole model, not a weights file: use save_weights for `.weights.h5` paths. Received: filepath=" +
                      path);
+  if (ends_with(path, ".keras")) return true;
   if (!ends_with(path, ".h5") && !ends_with(path, ".hdf5"))
-    throw ValueError("Model::save writes an HDF5 file: the filename must end in `.h5` or `.hdf5`. Received: filepath=" + path);
+    throw ValueError("Model::save writes a Keras archive or an HDF5 file: the filename must end in `.keras`, `.h5` or `.hdf5`. Received: filepath=" +
+                     path);
+  return false;
+}
+
+Json parse_json(const std::string& text, const std::string& where) {
+  try {
+    return Json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(where + ": not valid JSON: " + e.what());
+  }
 }
 
 // A root attribute holding JSON; empty when the attribute is absent.
 std::optional<Json> json_attribute(const io::H5File& f, const char* name) {
   const std::optional<std::string> text = f.read_string_attribute("/", name);
   if (!text) return std::nullopt;
-  try {
-    return Json::parse(*text);
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(f.path() + ": " + name + ": not valid JSON: " + e.what());
-  }
+  return parse_json(*text, f.path() + ": " + name);
+}
+
+// Keras's legacy whole-model files carry keras_version and no Tandem format marker.
+bool is_keras_legacy_file(const io::H5File& f) {
+  return f.read_string_attribute("/", "keras_version") && !f.read_string_attribute("/", "format");
 }
 
 // Opens a model file: checks the checksum, the HDF5 structure and the format marker.
@@ -55,10 +83,6 @@ io::H5File open_model_file(const std::string& path) {
   io::verify_checksum(path);
   io::H5File f = io::H5File::open(path);
   const std::optional<std::string> format = f.read_string_attribute("/", "format");
-  if (const auto keras = f.read_string_attribute("/", "keras_version"); keras && !format)
-    throw ValueError(path + ": a Keras whole-model HDF5 file (Keras's legacy format, written by Keras " + *keras +
-                     "), not one written by Model::save; load_model does not read Keras's formats yet. In Keras, save the weights "
-                     "with model.save_weights(\"model.weights.h5\") and load them into the same model built with Tandem (load_weights)");
   if (!f.read_string_attribute("/", "model_config")) {
     if (f.is_group("layers") || f.is_group("vars"))
       throw ValueError(path + ": this is a weights file (`.weights.h5`), not a model file: it has no model config. Build the model "
@@ -78,9 +102,7 @@ int64_t integer_field(const Json& state, const char* key, const std::string& whe
   return state.at(key).get<int64_t>();
 }
 
-TrainingState parse_training_state(const io::H5File& f) {
-  const std::optional<Json> state = json_attribute(f, "training_state");
-  const std::string where = f.path() + ": training_state";
+TrainingState parse_training_state(const std::optional<Json>& state, const std::string& where) {
   if (!state) throw ValueError(where + ": missing (the file is incomplete)");
   if (!state->is_object()) throw ValueError(where + ": expected a JSON object");
   TrainingState s;
@@ -99,16 +121,86 @@ TrainingState parse_training_state(const io::H5File& f) {
   return s;
 }
 
+// What a `.keras` archive holds: Keras's three entries, parsed.
+struct Archive {
+  Json config, metadata;
+  std::string weights;  // the model.weights.h5 image
+};
+
+Archive read_archive(const std::string& path) {
+  Archive a;
+  bool has_config = false, has_weights = false;
+  for (io::ZipEntry& e : io::read_zip(path)) {
+    if (e.name == kArchiveConfig) {
+      a.config = parse_json(e.bytes, path + ": " + kArchiveConfig);
+      has_config = true;
+    } else if (e.name == kArchiveMetadata) {
+      a.metadata = parse_json(e.bytes, path + ": " + kArchiveMetadata);
+    } else if (e.name == kArchiveWeights) {
+      a.weights = std::move(e.bytes);
+      has_weights = true;
+    } else if (e.name == "model.weights.json") {
+      throw ValueError(path + ": the archive's weights are sharded (model.weights.json); Tandem reads archives with one model.weights.h5");
+    }
+  }
+  if (!has_config || !has_weights)
+    throw ValueError(path + ": a zip archive without " + (has_config ? kArchiveWeights : kArchiveConfig) +
+                     ": not a Keras 3 `.keras` model archive");
+  return a;
+}
+
+// Tandem's training state in an archive's metadata, if Tandem wrote the archive.
+std::optional<Json> archive_training_state(const Archive& a, const std::string& path) {
+  if (!a.metadata.is_object() || !a.metadata.contains("tandem")) return std::nullopt;
+  const Json& tandem = a.metadata.at("tandem");
+  const std::string where = path + ": " + kArchiveMetadata + ": tandem";
+  if (!tandem.is_object() || tandem.value("format", "") != kFormat) throw ValueError(where + ": expected {\"format\": \"" + std::string(kFormat) + "\", ...}");
+  if (tandem.value("format_version", "") != kFormatVersion)
+    throw ValueError(where + ": the archive has format version " + tandem.value("format_version", "?") + "; this Tandem reads version " + kFormatVersion);
+  return tandem.contains("training_state") ? std::optional<Json>(tandem.at("training_state")) : std::nullopt;
+}
+
+std::string date_saved() {
+  const std::time_t now = std::time(nullptr);
+  std::tm t{};
+  localtime_r(&now, &t);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d@%H:%M:%S", &t);
+  return text;
+}
+
+// A model rebuilt from its configs and compiled as recorded; `where` names them in messages.
+std::unique_ptr<Model> model_from_configs(const Json& model_config, const std::optional<Json>& compile, const std::string& model_where,
+                                          const std::string& compile_where) {
+  std::unique_ptr<Model> model;
+  try {
+    model = detail::model_from_config(model_config);
+  } catch (...) {
+    detail::rethrow_with(model_where + ": ");
+  }
+  if (compile && !compile->is_null()) {
+    try {
+      const detail::CompileSettings s = detail::compile_from_config(*compile);
+      model->compile({.optimizer = s.optimizer, .loss = s.loss, .metrics = s.metrics});
+    } catch (...) {
+      detail::rethrow_with(compile_where + ": ");
+    }
+  }
+  return model;
+}
+
 }  // namespace
 
 void Model::save(const std::string& path) {
-  check_extension(path);
+  const bool archive = check_extension(path);
   impl_->host_view();
   const Impl& m = *impl_;
   const io::WeightsModel weights = m.weights_model("save");
-  const Json model_config = detail::model_config({m.name, m.class_name, m.input, m.output, m.calls, weights.layers});
+  const detail::ModelGraph graph{m.name, m.class_name, m.input, m.output, m.calls, weights.layers};
+  const detail::ConfigForm form = archive ? detail::ConfigForm::archive : detail::ConfigForm::hdf5;
+  Json model_config = detail::model_config(graph, form);
   std::optional<Json> training_config;
-  if (m.compiled) training_config = detail::compile_config({m.optimizer, m.loss, m.metrics});
+  if (m.compiled) training_config = detail::compile_config({m.optimizer, m.loss, m.metrics}, form);
   io::weights_layout(weights);  // the optimizer's slots must fit the model before any file is touched
 
   const RandomState random = random_state();
@@ -116,6 +208,18 @@ void Model::save(const std::string& path) {
   state["learning_rate"] = m.compiled ? Json(m.optimizer->learning_rate()) : Json(nullptr);
   state["random"] = {{"seed", random.seed}, {"drawn", random.drawn}};
 
+  if (archive) {
+    if (training_config) model_config["compile_config"] = *training_config;
+    io::H5File f = io::H5File::create(path + ": " + kArchiveWeights);  // in memory only
+    io::write_weights(f, weights);
+    const std::string image = f.close_to_image();
+    Json metadata{{"keras_version", kKerasVersion}, {"date_saved", date_saved()}};
+    metadata["tandem"] = {{"format", kFormat}, {"format_version", kFormatVersion}, {"training_state", state}};
+    const std::vector<io::ZipEntry> entries{
+        {kArchiveMetadata, metadata.dump()}, {kArchiveConfig, model_config.dump()}, {kArchiveWeights, image}};
+    io::write_atomically(path, [&](const std::string& temp) { io::write_zip(temp, entries); });
+    return;
+  }
   io::write_atomically(path, [&](const std::string& temp) {
     io::H5File f = io::H5File::create(temp, {.userblock = io::kChecksumBlock});
     f.write_string_attribute("/", "format", kFormat);
@@ -135,33 +239,41 @@ std::unique_ptr<Model> load_model(const std::string& path) {
   // Rebuilding layers draws seeds (initializers); a failed load leaves the random state as it was.
   const RandomState before = random_state();
   try {
-    const io::H5File f = open_model_file(path);
-    const TrainingState state = parse_training_state(f);
-    const std::optional<Json> model_config = json_attribute(f, "model_config");
-    const std::optional<Json> training_config = json_attribute(f, "training_config");
-
     std::unique_ptr<Model> model;
-    try {
-      model = detail::model_from_config(*model_config);
-    } catch (...) {
-      detail::rethrow_with(path + ": model_config: ");
-    }
-    if (training_config) {
-      try {
-        const detail::CompileSettings s = detail::compile_from_config(*training_config);
-        model->compile({.optimizer = s.optimizer, .loss = s.loss, .metrics = s.metrics});
-      } catch (...) {
-        detail::rethrow_with(path + ": training_config: ");
+    std::optional<TrainingState> state;  // none in files Keras wrote
+    if (io::is_zip_file(path)) {
+      const Archive a = read_archive(path);
+      const std::string where = path + ": " + kArchiveConfig;
+      model = model_from_configs(a.config, a.config.is_object() && a.config.contains("compile_config") ? a.config.at("compile_config") : Json(),
+                                 where, where + ": compile_config");
+      io::read_weights(io::H5File::open_image(path + ": " + kArchiveWeights, a.weights), model->impl_->weights_model("load_model"));
+      if (const std::optional<Json> s = archive_training_state(a, path))
+        state = parse_training_state(s, path + ": " + kArchiveMetadata + ": tandem: training_state");
+    } else {
+      io::verify_checksum(path);
+      if (const io::H5File f = io::H5File::open(path); is_keras_legacy_file(f)) {
+        model = model_from_configs(json_attribute(f, "model_config").value_or(Json()), json_attribute(f, "training_config"),
+                                   path + ": model_config", path + ": training_config");
+        io::read_legacy_weights(f, model->impl_->weights_model("load_model"));
+      }
+      if (!model) {
+        const io::H5File f = open_model_file(path);
+        state = parse_training_state(json_attribute(f, "training_state"), path + ": training_state");
+        model = model_from_configs(*json_attribute(f, "model_config"), json_attribute(f, "training_config"), path + ": model_config",
+                                   path + ": training_config");
+        if (!f.is_group(kWeightsRoot))
+          throw ValueError(path + ": the group /" + std::string(kWeightsRoot) + " is missing (the file is incomplete)");
+        io::read_weights(f, model->impl_->weights_model("load_model"), kWeightsRoot);
       }
     }
-    if (!f.is_group(kWeightsRoot))
-      throw ValueError(path + ": the group /" + std::string(kWeightsRoot) + " is missing (the file is incomplete)");
-    io::read_weights(f, model->impl_->weights_model("load_model"), kWeightsRoot);
-
-    model->progress_.epoch = state.epoch;
-    model->progress_.batch = state.batch;
     model->progress_.metric_sums.assign(model->impl_->metrics.size(), 0.0);
-    set_random_state({state.seed, state.seeds_drawn});
+    if (state) {
+      model->progress_.epoch = state->epoch;
+      model->progress_.batch = state->batch;
+      set_random_state({state->seed, state->seeds_drawn});
+    } else {
+      set_random_state(before);  // a Keras file records no random state: rebuilding draws nothing the user sees
+    }
     return model;
   } catch (...) {
     set_random_state(before);
@@ -169,6 +281,17 @@ std::unique_ptr<Model> load_model(const std::string& path) {
   }
 }
 
-TrainingState load_training_state(const std::string& path) { return parse_training_state(open_model_file(path)); }
+TrainingState load_training_state(const std::string& path) {
+  if (io::is_zip_file(path)) {
+    const std::optional<Json> s = archive_training_state(read_archive(path), path);
+    if (!s) throw ValueError(path + ": a `.keras` archive without Tandem's training state (it was not written by Model::save)");
+    return parse_training_state(s, path + ": " + kArchiveMetadata + ": tandem: training_state");
+  }
+  io::verify_checksum(path);
+  if (is_keras_legacy_file(io::H5File::open(path)))
+    throw ValueError(path + ": a Keras legacy whole-model file, which records no training state (it was not written by Model::save)");
+  const io::H5File f = open_model_file(path);
+  return parse_training_state(json_attribute(f, "training_state"), path + ": training_state");
+}
 
 }  // namespace tandem

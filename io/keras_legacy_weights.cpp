@@ -1,0 +1,87 @@
+// Keras's legacy `.h5` weights: matched to the model by layer name, then by position within each
+// layer (Keras's layer.weights order: trainable, then the rest), as Keras's own loader does.
+#include "io/keras_legacy_weights.h"
+
+#include <map>
+
+#include "io/hdf5_file.h"
+#include "tandem/errors.h"
+
+namespace tandem::io {
+
+namespace {
+
+struct Staged {
+  VariablePtr variable;
+  Tensor value;
+};
+
+// Checks one named group's datasets against `variables` and reads them without assigning.
+void stage(const H5File& f, const std::string& group, const std::vector<VariablePtr>& variables, const std::string& owner,
+           bool integer_first, std::vector<Staged>& out) {
+  const std::string& file = f.path();
+  const std::vector<std::string> names = f.read_string_list_attribute(group, "weight_names").value_or(std::vector<std::string>{});
+  if (names.size() != variables.size())
+    throw Error(file + ": " + group + ": has " + std::to_string(names.size()) + " weights (weight_names), " + owner + " has " +
+                std::to_string(variables.size()));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string at = group + "/" + names[i];
+    const VariablePtr& v = variables[i];
+    const std::string what = " for " + v->name() + " of " + owner;
+    if (!f.is_dataset(at)) throw Error(file + ": " + at + ": missing dataset" + what);
+    const DatasetInfo info = f.dataset_info(at);
+    const Tensor& cur = v->value();
+    if (info.dims != cur.shape().dims())
+      throw Error(file + ": " + at + ": expected shape " + cur.shape().str() + ", got " + info.shape_str() + what);
+    const bool integer_ok = integer_first && i == 0 && (info.dtype == DType::I32 || info.dtype == DType::I64);
+    if (info.dtype != cur.dtype() && !integer_ok)
+      throw Error(file + ": " + at + ": expected dtype " + dtype_name(cur.dtype()) + ", got " + info.type_name + what);
+    Tensor value(cur.shape(), cur.dtype());
+    f.read_dataset_into(at, value);
+    out.push_back({v, std::move(value)});
+  }
+}
+
+}  // namespace
+
+void read_legacy_weights(const H5File& f, const WeightsModel& model) {
+  const std::string root = "model_weights";
+  if (!f.is_group(root)) throw Error(f.path() + ": the group /" + root + " is missing (the file is incomplete)");
+  std::map<std::string, const Layer*> by_name;
+  for (const auto& layer : model.layers) by_name[layer->name()] = layer.get();
+
+  // Weights the model has no layer for would be silently dropped: refuse them.
+  for (const std::string& name : f.read_string_list_attribute(root, "layer_names").value_or(f.children(root))) {
+    const std::string group = root + "/" + name;
+    if (by_name.count(name) || !f.is_group(group)) continue;
+    if (!f.read_string_list_attribute(group, "weight_names").value_or(std::vector<std::string>{}).empty())
+      throw Error(f.path() + ": " + group + ": the file has weights for a layer \"" + name + "\" that the model does not have");
+  }
+
+  std::vector<Staged> staged;
+  for (const auto& layer : model.layers) {
+    std::vector<VariablePtr> variables;
+    for (bool trainable : {true, false})
+      for (const auto& w : layer->weights())
+        if (w->trainable() == trainable) variables.push_back(w);
+    const std::string owner = layer->class_name() + " \"" + layer->name() + "\"";
+    const std::string group = root + "/" + layer->name();
+    if (!f.is_group(group)) {
+      if (variables.empty()) continue;
+      throw Error(f.path() + ": " + group + ": missing; expected " + std::to_string(variables.size()) + " weights for " + owner);
+    }
+    stage(f, group, variables, owner, false, staged);
+  }
+
+  if (model.optimizer && f.is_group("optimizer_weights")) {
+    const std::vector<std::string> names = f.read_string_list_attribute("optimizer_weights", "weight_names").value_or(std::vector<std::string>{});
+    // The names start with the optimizer's snake_case class name: "rm_sprop/iteration".
+    std::optional<std::string> saved_by;
+    if (!names.empty() && names[0].find('/') != std::string::npos) saved_by = names[0].substr(0, names[0].find('/'));
+    const VarsGroup g = optimizer_vars_for_loading(model, names.size(), saved_by, f.path() + ": /optimizer_weights");
+    stage(f, "optimizer_weights", g.variables, g.owner, true, staged);
+  }
+  for (const Staged& s : staged) s.variable->assign(s.value);
+}
+
+}  // namespace tandem::io

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Writes the Keras-made files that Tandem's tests read without Keras (tests/data/keras/).
+
+  layer_configs.json   for each Keras layer class Tandem has, several instances' configs exactly as
+                       Keras 3 serialises them in a `.keras` archive's config.json
+  <model>.keras        Keras 3 archives (config.json, metadata.json, model.weights.h5) of four small
+  <model>.h5           compiled, trained models, and the same models in Keras's legacy whole-model
+                       HDF5 format: an MLP (Adam), a CNN with BatchNormalization (RMSprop with
+                       momentum), Embedding -> causal MultiHeadAttention -> LayerNormalization (SGD
+                       with momentum) and a functional model with two branches (Adam)
+  models.json          per model: inputs x, Keras's predictions on them, the optimizer's step count,
+                       and one more training batch with the predictions after Keras trained on it
+                       (so a reader that restores the optimizer state exactly predicts the same)
+
+The archives' entries are Keras's bytes, re-packed with deflate to keep the files small.
+Run with pip Keras 3 and JAX (CPU):  KERAS_BACKEND=jax python3 tests/data/make_keras_files.py
+"""
+import json
+import os
+import zipfile
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from keras import layers  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "keras"
+
+# Tandem's layer classes that Keras 3 has (PositionEmbedding is keras_hub's, not Keras's).
+LAYERS = {
+    "dense": lambda: layers.Dense(3),
+    "dense_relu_no_bias": lambda: layers.Dense(5, activation="relu", use_bias=False, kernel_initializer="he_normal"),
+    "dense_initializers": lambda: layers.Dense(2, activation="softmax", kernel_initializer="lecun_uniform", bias_initializer="ones"),
+    "conv2d": lambda: layers.Conv2D(4, 3),
+    "conv2d_options": lambda: layers.Conv2D(2, (3, 1), strides=2, padding="same", dilation_rate=1, activation="tanh",
+                                            kernel_initializer="glorot_normal", bias_initializer="random_normal"),
+    "max_pooling2d": lambda: layers.MaxPooling2D(),
+    "max_pooling2d_options": lambda: layers.MaxPooling2D((3, 2), strides=1, padding="same"),
+    "average_pooling2d": lambda: layers.AveragePooling2D(2),
+    "global_average_pooling2d": lambda: layers.GlobalAveragePooling2D(),
+    "global_average_pooling2d_keepdims": lambda: layers.GlobalAveragePooling2D(keepdims=True),
+    "zero_padding2d": lambda: layers.ZeroPadding2D(1),
+    "zero_padding2d_pairs": lambda: layers.ZeroPadding2D(((1, 2), (0, 3))),
+    "batch_normalization": lambda: layers.BatchNormalization(),
+    "batch_normalization_options": lambda: layers.BatchNormalization(momentum=0.9, epsilon=1e-5, center=False),
+    "layer_normalization": lambda: layers.LayerNormalization(),
+    "layer_normalization_options": lambda: layers.LayerNormalization(epsilon=1e-6, scale=False),
+    "dropout": lambda: layers.Dropout(0.25),
+    "dropout_seed": lambda: layers.Dropout(0.5, seed=7),
+    "embedding": lambda: layers.Embedding(10, 4),
+    "embedding_initializer": lambda: layers.Embedding(7, 2, embeddings_initializer="glorot_uniform"),
+    "multi_head_attention": lambda: layers.MultiHeadAttention(2, 3),
+    "multi_head_attention_options": lambda: layers.MultiHeadAttention(4, 2, value_dim=3, dropout=0.1, use_bias=False,
+                                                                      output_shape=5, seed=3),
+    "flatten": lambda: layers.Flatten(),
+    "reshape": lambda: layers.Reshape((2, 6)),
+    "activation": lambda: layers.Activation("gelu"),
+    "add": lambda: layers.Add(),
+    "multiply": lambda: layers.Multiply(),
+    "concatenate": lambda: layers.Concatenate(),
+    "concatenate_axis": lambda: layers.Concatenate(axis=1),
+}
+
+
+def layer_configs():
+    out = []
+    for label, make in LAYERS.items():
+        entry = keras.saving.serialize_keras_object(make())
+        entry["config"]["dtype"].pop("shared_object_id", None)
+        out.append({"label": label, "class_name": entry["class_name"], "config": entry["config"]})
+    # MultiHeadAttention's attention_axes once built on (batch, time, features).
+    x = keras.Input((5, 4))
+    mha = layers.MultiHeadAttention(2, 3, name="built_attention")
+    mha(x, x)
+    entry = keras.saving.serialize_keras_object(mha)
+    out.append({"label": "multi_head_attention_built", "class_name": "MultiHeadAttention", "config": entry["config"]})
+    return out
+
+
+def model(name):
+    if name == "mlp":
+        m = keras.Sequential([keras.Input((6, 6)), layers.Flatten(), layers.Dense(8, activation="relu"), layers.Dense(4)], name="mlp")
+        optimizer = keras.optimizers.Adam(1e-2)
+    elif name == "cnn":
+        m = keras.Sequential([keras.Input((6, 6, 1)), layers.Conv2D(3, 3, padding="same", activation="relu"),
+                              layers.BatchNormalization(), layers.MaxPooling2D(), layers.Flatten(), layers.Dense(3)], name="cnn")
+        optimizer = keras.optimizers.RMSprop(1e-2, momentum=0.9)
+    elif name == "attn":
+        x = keras.Input((5,), dtype="int32")
+        e = layers.Embedding(12, 4)(x)
+        a = layers.MultiHeadAttention(2, 2)(e, e, use_causal_mask=True)
+        y = layers.Dense(3)(layers.Flatten()(layers.LayerNormalization()(a)))
+        m = keras.Model(x, y, name="attn")
+        optimizer = keras.optimizers.SGD(1e-1, momentum=0.9)
+    else:
+        x = keras.Input((6,))
+        n = layers.LayerNormalization()(layers.Dense(5, activation="relu")(x))
+        d = layers.Dense(5)(x)
+        m = keras.Model(x, layers.Dense(2)(layers.Add()([d, n])), name="branch")
+        optimizer = keras.optimizers.Adam(1e-2)
+    m.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return m
+
+
+def data(name, m, rng, n):
+    shape = (n, *m.input_shape[1:])
+    x = rng.integers(0, 12, size=shape).astype("int32") if name == "attn" else rng.standard_normal(shape).astype("float32")
+    return x, rng.integers(0, m.output_shape[-1], size=(n,)).astype("int32")
+
+
+def repack(path):
+    """Re-packs an archive with deflate; the entries' bytes stay Keras's."""
+    with zipfile.ZipFile(path) as z:
+        entries = [(i.filename, z.read(i.filename)) for i in z.infolist()]
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for name, data in entries:
+            z.writestr(name, data)
+
+
+def tensor(a):
+    return {"shape": list(a.shape), "values": a.reshape(-1).tolist()}
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    (OUT / "layer_configs.json").write_text(json.dumps({"keras_version": keras.__version__, "layers": layer_configs()}, indent=1) + "\n")
+    models = {"keras_version": keras.__version__}
+    for i, name in enumerate(["mlp", "cnn", "attn", "branch"]):
+        keras.utils.set_random_seed(10 + i)
+        rng = np.random.default_rng(20 + i)
+        m = model(name)
+        x_train, y_train = data(name, m, rng, 16)
+        m.fit(x_train, y_train, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        m.save(OUT / f"{name}.keras")
+        repack(OUT / f"{name}.keras")
+        m.save(OUT / f"{name}.h5")
+        x, _ = data(name, m, rng, 4)
+        y = np.asarray(m.predict(x, verbose=0))
+        x_next, y_next = data(name, m, rng, 8)
+        m.fit(x_next, y_next, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        models[name] = {"x": tensor(x), "y": tensor(y), "iterations": 2,
+                        "x_next": tensor(x_next), "y_next": tensor(y_next),
+                        "y_after_next": tensor(np.asarray(m.predict(x, verbose=0)))}
+    (OUT / "models.json").write_text(json.dumps(models) + "\n")
+    for f in sorted(OUT.iterdir()):
+        print(f"{f.name}: {f.stat().st_size} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+// Whole models in Keras's files, checked against files and values Keras 3 wrote
+// (tests/data/keras/, made by tests/data/make_keras_files.py): `.keras` archives and legacy `.h5`
+// files load and predict as Keras did, their optimizer state continues training as Keras's did,
+// every layer config Keras writes is read and written back with the same keys and values, and the
+// archives Tandem writes carry Keras's config.json.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tandem/tandem.h>
+
+#include "io/zip_archive.h"
+#include "layers/config.h"
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using tandem::DType;
+using tandem::Tensor;
+
+namespace {
+
+const fs::path kData = fs::path(TANDEM_TEST_DATA) / "keras";
+constexpr double kTolerance = 1e-5;
+// After one more training step in each framework: float32 rounding of two different programs.
+constexpr double kStepTolerance = 1e-4;
+
+const fs::path scratch_root = fs::temp_directory_path() / ("tandem_keras_files_" + std::to_string(::getpid()));
+struct RemoveScratch {
+  ~RemoveScratch() {
+    std::error_code ignored;
+    fs::remove_all(scratch_root, ignored);
+  }
+} remove_scratch;
+
+fs::path scratch(const std::string& name) {
+  fs::create_directories(scratch_root);
+  return scratch_root / name;
+}
+
+Json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << p);
+  return Json::parse(in);
+}
+
+Tensor tensor_of(const Json& t, DType dtype) {
+  const std::vector<double> v = t.at("values").get<std::vector<double>>();
+  return Tensor::from(tandem::Shape(t.at("shape").get<std::vector<int64_t>>()), std::span<const double>(v)).cast(dtype);
+}
+
+double max_difference(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const Tensor x = a.cast(DType::F64), y = b.cast(DType::F64);
+  double d = 0;
+  for (int64_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x.values<double>()[i] - y.values<double>()[i]));
+  return d;
+}
+
+std::string zip_entry(const fs::path& archive, const std::string& name) {
+  for (const auto& e : tandem::io::read_zip(archive.string()))
+    if (e.name == name) return e.bytes;
+  FAIL("no entry " << name << " in " << archive);
+  return {};
+}
+
+// Keras's config with what differs by process removed: the id Keras gives a shared dtype policy
+// object, and seeds Keras leaves null where Tandem records the one it drew.
+Json comparable(Json j, const Json& keras) {
+  if (j.is_object()) {
+    j.erase("shared_object_id");
+    for (auto& [key, value] : j.items()) {
+      const Json* other = keras.is_object() && keras.contains(key) ? &keras.at(key) : nullptr;
+      if (key == "seed" && other && other->is_null() && value.is_number_integer()) value = nullptr;
+      value = comparable(value, other ? *other : Json());
+    }
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) j[i] = comparable(j[i], keras.is_array() && i < keras.size() ? keras[i] : Json());
+  }
+  return j;
+}
+Json without_ids(Json j) { return comparable(std::move(j), Json()); }
+
+const char* const kModels[] = {"mlp", "cnn", "attn", "branch"};
+
+}  // namespace
+
+TEST_CASE("keras files: every layer config Keras 3 writes is read and written back with Keras's keys and values") {
+  const Json fixtures = read_json(kData / "layer_configs.json");
+  REQUIRE(fixtures.at("layers").size() >= 20);
+  for (const Json& entry : fixtures.at("layers")) {
+    const std::string label = entry.at("label");
+    INFO("layer case " << label << " (Keras " << fixtures.at("keras_version").get<std::string>() << ")");
+    const tandem::layers::Json keras = tandem::layers::Json::parse(entry.at("config").dump());
+    std::shared_ptr<tandem::Layer> layer = tandem::layers::layer_from_config(entry.at("class_name"), keras);
+    if (label == "multi_head_attention_built") {
+      // Keras computes attention_axes when it builds: build Tandem's the same way.
+      const tandem::Symbol x = tandem::Input({5, 4});
+      (*layer)(std::vector<tandem::Symbol>{x, x});
+    }
+    const Json written = Json::parse(layer->config_json());
+    CHECK(comparable(written, entry.at("config")) == without_ids(entry.at("config")));
+  }
+}
+
+TEST_CASE("keras files: a layer config with a key or value Tandem does not implement is refused by layer, key and value") {
+  const Json fixtures = read_json(kData / "layer_configs.json");
+  auto config_of = [&](const std::string& label) {
+    for (const Json& e : fixtures.at("layers"))
+      if (e.at("label") == label) return tandem::layers::Json::parse(e.at("config").dump());
+    FAIL("no case " << label);
+    return tandem::layers::Json();
+  };
+  tandem::layers::Json dense = config_of("dense");
+  dense["kernel_quantizer"] = "int8";
+  CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("Dense", dense),
+                       doctest::Contains("Dense \"dense\": config key \"kernel_quantizer\": Tandem's Dense has no such argument (value \"int8\")"),
+                       tandem::ValueError);
+  dense = config_of("dense");
+  dense["kernel_regularizer"] = {{"class_name", "L2"}, {"config", {{"l2", 0.01}}}};
+  CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("Dense", dense), doctest::Contains("config key \"kernel_regularizer\""),
+                       tandem::ValueError);
+  tandem::layers::Json attention = config_of("multi_head_attention");
+  attention["attention_axes"] = {1, 2};
+  CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("MultiHeadAttention", attention),
+                       doctest::Contains("MultiHeadAttention \"multi_head_attention\": config key \"attention_axes\": expected null or [1]"),
+                       tandem::ValueError);
+  tandem::layers::Json conv = config_of("conv2d");
+  conv["data_format"] = "channels_first";
+  CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("Conv2D", conv),
+                       doctest::Contains("Conv2D \"conv2d\": config key \"data_format\": expected \"channels_last\""), tandem::ValueError);
+  tandem::layers::Json norm = config_of("layer_normalization");
+  norm["dtype"] = "mixed_float16";
+  CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("LayerNormalization", norm),
+                       doctest::Contains("config key \"dtype\": expected \"float32\" or Keras's DTypePolicy"), tandem::ValueError);
+}
+
+TEST_CASE("keras files: Keras 3 archives and legacy .h5 files load, predict as Keras did and continue training as Keras did") {
+  const Json models = read_json(kData / "models.json");
+  for (const char* name : kModels) {
+    const Json& m = models.at(name);
+    const DType in = std::string(name) == "attn" ? DType::I32 : DType::F32;
+    const Tensor x = tensor_of(m.at("x"), in), y = tensor_of(m.at("y"), DType::F32);
+    for (const char* ext : {".keras", ".h5"}) {
+      const fs::path file = kData / (std::string(name) + ext);
+      INFO(file.filename().string() << ", made by Keras " << models.at("keras_version").get<std::string>());
+      std::unique_ptr<tandem::Model> model = tandem::load_model(file.string());
+      CHECK(max_difference(model->predict(x), y) <= kTolerance);
+      REQUIRE(model->optimizer());
+      CHECK(model->optimizer()->iterations() == m.at("iterations").get<int64_t>());
+      // The optimizer state (moments, momentum) decides the next step: equal predictions after
+      // one more batch show that it was restored.
+      model->fit(tensor_of(m.at("x_next"), in), tensor_of(m.at("y_next"), DType::I32), {.epochs = 1, .batch_size = 8, .verbose = 0});
+      CHECK(max_difference(model->predict(x), tensor_of(m.at("y_after_next"), DType::F32)) <= kStepTolerance);
+    }
+  }
+}
+
+TEST_CASE("keras files: Tandem's archives hold Keras's config.json and round-trip exactly") {
+  const Json models = read_json(kData / "models.json");
+  for (const char* name : kModels) {
+    INFO("model " << name);
+    const fs::path keras_file = kData / (std::string(name) + ".keras"), mine = scratch(std::string(name) + ".keras");
+    std::unique_ptr<tandem::Model> model = tandem::load_model(keras_file.string());
+    model->save(mine.string());
+    // The model's config (every layer's entry, build_config, connections) equals Keras's.
+    const Json keras_config = Json::parse(zip_entry(keras_file, "config.json")), config = Json::parse(zip_entry(mine, "config.json"));
+    CHECK(comparable(config.at("config"), keras_config.at("config")) == without_ids(keras_config.at("config")));
+    for (const char* key : {"module", "class_name", "registered_name", "build_config"}) CHECK(config.at(key) == keras_config.at(key));
+    CHECK(config.at("compile_config").at("loss").at("class_name") == keras_config.at("compile_config").at("loss").at("class_name"));
+    CHECK(config.at("compile_config").at("optimizer").at("class_name") == keras_config.at("compile_config").at("optimizer").at("class_name"));
+    const Json metadata = Json::parse(zip_entry(mine, "metadata.json"));
+    CHECK(metadata.at("keras_version") == "3.15.1");
+    CHECK(metadata.at("tandem").at("training_state").at("iterations") == 2);
+
+    const DType in = std::string(name) == "attn" ? DType::I32 : DType::F32;
+    const Tensor x = tensor_of(models.at(name).at("x"), in);
+    std::unique_ptr<tandem::Model> again = tandem::load_model(mine.string());
+    const Tensor a = model->predict(x), b = again->predict(x);
+    CHECK(max_difference(a, b) == 0.0);
+    CHECK(again->optimizer()->iterations() == 2);
+    CHECK(tandem::load_training_state(mine.string()).iterations == 2);
+  }
+}
+
+TEST_CASE("keras files: damaged or foreign archives and Keras files are refused with what they are") {
+  const fs::path mlp = kData / "mlp.keras";
+  std::ifstream in(mlp, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  auto load_error = [](const fs::path& p) {
+    try {
+      tandem::load_model(p.string());
+    } catch (const tandem::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  SUBCASE("a damaged entry") {
+    // Flip a byte inside the compressed weights entry (the archive's last entry before the
+    // central directory): libzip's CRC-32 check refuses it.
+    std::string damaged = bytes;
+    damaged[damaged.size() / 2] ^= 0x5a;
+    std::ofstream(scratch("damaged.keras"), std::ios::binary) << damaged;
+    const std::string e = load_error(scratch("damaged.keras"));
+    INFO(e);
+    CHECK((e.find("damaged") != std::string::npos || e.find("CRC") != std::string::npos || e.find("not valid JSON") != std::string::npos));
+  }
+  SUBCASE("an archive that is not a Keras model") {
+    tandem::io::write_zip(scratch("other.keras").string(), {{"readme.txt", "hello"}});
+    CHECK(load_error(scratch("other.keras")).find("a zip archive without config.json: not a Keras 3 `.keras` model archive") != std::string::npos);
+  }
+  SUBCASE("Keras files record no Tandem training state") {
+    CHECK_THROWS_WITH_AS(tandem::load_training_state(mlp.string()), doctest::Contains("without Tandem's training state"), tandem::ValueError);
+    CHECK_THROWS_WITH_AS(tandem::load_training_state((kData / "mlp.h5").string()), doctest::Contains("a Keras legacy whole-model file"),
+                         tandem::ValueError);
+  }
+  SUBCASE("a call argument Tandem does not take") {
+    Json config = Json::parse(zip_entry(kData / "attn.keras", "config.json"));
+    for (Json& layer : config["config"]["layers"])
+      if (layer["class_name"] == "MultiHeadAttention") layer["inbound_nodes"][0]["kwargs"]["return_attention_scores"] = true;
+    tandem::io::write_zip(scratch("kwargs.keras").string(), {{"config.json", config.dump()},
+                                                              {"model.weights.h5", zip_entry(kData / "attn.keras", "model.weights.h5")}});
+    CHECK(load_error(scratch("kwargs.keras")).find("the call argument \"return_attention_scores\" (value true) is not supported") != std::string::npos);
+  }
+}
