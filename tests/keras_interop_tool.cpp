@@ -11,6 +11,11 @@
 //   keras_interop_tool read DIR    loads DIR/keras_<m>.weights.h5 (saved by Keras) into a fresh
 //                                  compiled model and writes DIR/tandem_from_keras_<m>.json (y on the
 //                                  same x, iterations and slots)
+//   keras_interop_tool archives DIR M...   for each whole model M that Keras saved as
+//                                  DIR/archive_<M>.keras (inputs in DIR/archive_<M>_data.json):
+//                                  load_model, predict; train one batch, save
+//                                  DIR/archive_<M>_from_tandem.keras, predict; train one more batch,
+//                                  predict; all in DIR/archive_<M>_tandem.json
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -160,11 +165,33 @@ void read(const std::string& dir) {
   }
 }
 
+void archives(const std::string& dir, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const std::string base = dir + "/archive_" + name;
+    std::ifstream in(base + "_data.json");
+    const json data = json::parse(in);
+    const DType x_type = data.at("x_dtype") == "int32" ? DType::I32 : DType::F32;
+    auto x = [&](const char* key) { return from_json(data.at(key), x_type); };
+    auto labels = [&](const char* key) { return from_json(data.at(key), DType::I32); };
+    std::unique_ptr<tandem::Model> m = tandem::load_model(base + ".keras");
+    json out{{"y_loaded", to_json(m->predict(x("x")))}, {"iterations_loaded", m->optimizer()->iterations()}};
+    const tandem::FitOptions one_batch{.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0};
+    m->fit(x("x_next"), labels("y_next"), one_batch);
+    m->save(base + "_from_tandem.keras");
+    out["y_saved"] = to_json(m->predict(x("x")));
+    out["iterations_saved"] = m->optimizer()->iterations();
+    m->fit(x("x_more"), labels("y_more"), one_batch);
+    out["y_more"] = to_json(m->predict(x("x")));
+    write_json(base + "_tandem.json", out);
+    std::cout << "loaded archive_" << name << ".keras, saved archive_" << name << "_from_tandem.keras\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: keras_interop_tool write|read DIR";
-  if (argc != 3) {
+  const std::string usage = "usage: keras_interop_tool write|read DIR, or archives DIR MODEL...";
+  if (argc < 3) {
     std::cerr << usage << "\n";
     return 2;
   }
@@ -172,6 +199,7 @@ int main(int argc, char** argv) {
     const std::string command = argv[1];
     if (command == "write") write(argv[2]);
     else if (command == "read") read(argv[2]);
+    else if (command == "archives") archives(argv[2], std::vector<std::string>(argv + 3, argv + argc));
     else throw tandem::Error(usage);
   } catch (const std::exception& e) {
     std::cerr << "keras_interop_tool: " << e.what() << "\n";

@@ -83,7 +83,7 @@ Json comparable(Json j, const Json& keras) {
 }
 Json without_ids(Json j) { return comparable(std::move(j), Json()); }
 
-const char* const kModels[] = {"mlp", "cnn", "attn", "branch"};
+const char* const kModels[] = {"mlp", "cnn", "attn", "branch", "zoo"};
 
 }  // namespace
 

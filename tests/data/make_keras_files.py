@@ -7,7 +7,10 @@
   <model>.h5           compiled, trained models, and the same models in Keras's legacy whole-model
                        HDF5 format: an MLP (Adam), a CNN with BatchNormalization (RMSprop with
                        momentum), Embedding -> causal MultiHeadAttention -> LayerNormalization (SGD
-                       with momentum) and a functional model with two branches (Adam)
+                       with momentum), a functional model with two branches (Adam), and "zoo", a
+                       functional model with the remaining layer classes (ZeroPadding2D,
+                       AveragePooling2D, GlobalAveragePooling2D, Reshape, Multiply, Concatenate,
+                       Activation; AdamW)
   models.json          per model: inputs x, Keras's predictions on them, the optimizer's step count,
                        and one more training batch with the predictions after Keras trained on it
                        (so a reader that restores the optimizer state exactly predicts the same)
@@ -26,6 +29,7 @@ import numpy as np  # noqa: E402
 from keras import layers  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "keras"
+MODELS = ["mlp", "cnn", "attn", "branch", "zoo"]
 
 # Tandem's layer classes that Keras 3 has (PositionEmbedding is keras_hub's, not Keras's).
 LAYERS = {
@@ -93,6 +97,15 @@ def model(name):
         y = layers.Dense(3)(layers.Flatten()(layers.LayerNormalization()(a)))
         m = keras.Model(x, y, name="attn")
         optimizer = keras.optimizers.SGD(1e-1, momentum=0.9)
+    elif name == "zoo":
+        x = keras.Input((6, 6, 2))
+        c = layers.Conv2D(4, 3, activation="tanh")(layers.ZeroPadding2D(1)(x))
+        a = layers.AveragePooling2D(2)(c)
+        g = layers.GlobalAveragePooling2D()(a)
+        d = layers.Dense(4)(layers.Reshape((36,))(a))
+        k = layers.Concatenate()([layers.Multiply()([g, d]), g])
+        m = keras.Model(x, layers.Dense(3)(layers.Activation("relu")(k)), name="zoo")
+        optimizer = keras.optimizers.AdamW(1e-2, weight_decay=0.01)
     else:
         x = keras.Input((6,))
         n = layers.LayerNormalization()(layers.Dense(5, activation="relu")(x))
@@ -126,7 +139,7 @@ def main():
     OUT.mkdir(exist_ok=True)
     (OUT / "layer_configs.json").write_text(json.dumps({"keras_version": keras.__version__, "layers": layer_configs()}, indent=1) + "\n")
     models = {"keras_version": keras.__version__}
-    for i, name in enumerate(["mlp", "cnn", "attn", "branch"]):
+    for i, name in enumerate(MODELS):
         keras.utils.set_random_seed(10 + i)
         rng = np.random.default_rng(20 + i)
         m = model(name)
