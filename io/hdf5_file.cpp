@@ -382,34 +382,10 @@ Tensor H5File::read_dataset(const std::string& path) const {
 }
 
 std::optional<std::string> H5File::read_string_attribute(const std::string& object, const std::string& name) const {
-  quiet();
-  Handle obj(H5Oopen(id_, object.c_str(), H5P_DEFAULT), H5Oclose);
-  if (!obj.ok()) fail(path_, object, "cannot open the object");
-  const htri_t has = H5Aexists(obj.get(), name.c_str());
-  if (has < 0) fail(path_, object, "cannot look up attribute \"" + name + "\"");
-  if (has == 0) return std::nullopt;
-  Handle attr(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
-  Handle type(attr.ok() ? H5Aget_type(attr.get()) : -1, H5Tclose);
-  if (!type.ok() || H5Tget_class(type.get()) != H5T_STRING) fail(path_, object, "attribute \"" + name + "\" is not a string");
-  Handle space(H5Aget_space(attr.get()), H5Sclose);
-  if (!space.ok() || H5Sget_simple_extent_npoints(space.get()) != 1)
-    fail(path_, object, "attribute \"" + name + "\" is not a single string");
-  if (H5Tis_variable_str(type.get()) > 0) {
-    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(mem.get(), H5T_VARIABLE);
-    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-    char* text = nullptr;
-    if (H5Aread(attr.get(), mem.get(), &text) < 0) fail(path_, object, "cannot read attribute \"" + name + "\"");
-    std::string value = text ? text : "";
-    H5free_memory(text);
-    return value;
-  }
-  const std::size_t size = H5Tget_size(type.get());
-  if (size == 0 || size > (1u << 20)) fail(path_, object, "attribute \"" + name + "\" has an implausible size");
-  std::string value(size, '\0');
-  if (H5Aread(attr.get(), type.get(), value.data()) < 0) fail(path_, object, "cannot read attribute \"" + name + "\"");
-  value.resize(std::strlen(value.c_str()));
-  return value;
+  const std::optional<std::vector<std::string>> list = read_string_list_attribute(object, name);
+  if (!list) return std::nullopt;
+  if (list->size() != 1) fail(path_, object, "attribute \"" + name + "\" is not a single string");
+  return list->front();
 }
 
 std::optional<std::vector<std::string>> H5File::read_string_list_attribute(const std::string& object, const std::string& name) const {

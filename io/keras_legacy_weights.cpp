@@ -24,22 +24,8 @@ void stage(const H5File& f, const std::string& group, const std::vector<Variable
   if (names.size() != variables.size())
     throw Error(file + ": " + group + ": has " + std::to_string(names.size()) + " weights (weight_names), " + owner + " has " +
                 std::to_string(variables.size()));
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string at = group + "/" + names[i];
-    const VariablePtr& v = variables[i];
-    const std::string what = " for " + v->name() + " of " + owner;
-    if (!f.is_dataset(at)) throw Error(file + ": " + at + ": missing dataset" + what);
-    const DatasetInfo info = f.dataset_info(at);
-    const Tensor& cur = v->value();
-    if (info.dims != cur.shape().dims())
-      throw Error(file + ": " + at + ": expected shape " + cur.shape().str() + ", got " + info.shape_str() + what);
-    const bool integer_ok = integer_first && i == 0 && (info.dtype == DType::I32 || info.dtype == DType::I64);
-    if (info.dtype != cur.dtype() && !integer_ok)
-      throw Error(file + ": " + at + ": expected dtype " + dtype_name(cur.dtype()) + ", got " + info.type_name + what);
-    Tensor value(cur.shape(), cur.dtype());
-    f.read_dataset_into(at, value);
-    out.push_back({v, std::move(value)});
-  }
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out.push_back({variables[i], read_variable(f, group + "/" + names[i], *variables[i], owner, integer_first && i == 0)});
 }
 
 }  // namespace

@@ -106,23 +106,8 @@ void stage(const H5File& f, const VarsGroup& g, std::vector<Staged>& out, bool i
   if (names.size() != n)
     throw Error(file + ": " + vars + ": expected " + std::to_string(n) + " variables for " + g.owner + ", got " +
                 std::to_string(names.size()));
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::string at = vars + "/" + std::to_string(i);
-    const VariablePtr& v = g.variables[i];
-    const std::string what = " for " + v->name() + " of " + g.owner;
-    if (!f.is_dataset(at)) throw Error(file + ": " + at + ": missing dataset" + what);
-    const DatasetInfo info = f.dataset_info(at);
-    const Tensor& cur = v->value();
-    if (info.dims != cur.shape().dims())
-      throw Error(file + ": " + at + ": expected shape " + cur.shape().str() + ", got " + info.shape_str() + what);
-    // Keras stores the iteration count as int64 (TensorFlow) or int32 (JAX, PyTorch).
-    const bool integer_ok = integer_first && i == 0 && (info.dtype == DType::I32 || info.dtype == DType::I64);
-    if (info.dtype != cur.dtype() && !integer_ok)
-      throw Error(file + ": " + at + ": expected dtype " + dtype_name(cur.dtype()) + ", got " + info.type_name + what);
-    Tensor value(cur.shape(), cur.dtype());
-    f.read_dataset_into(at, value);
-    out.push_back({v, std::move(value)});
-  }
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back({g.variables[i], read_variable(f, vars + "/" + std::to_string(i), *g.variables[i], g.owner, integer_first && i == 0)});
 }
 
 bool holds_datasets(const H5File& f, const std::string& path, int depth = 0) {
@@ -209,6 +194,22 @@ void save_weights(const WeightsModel& model, const std::string& path, const Save
     f.close();
     if (options.checksum) write_checksum(temp);
   });
+}
+
+Tensor read_variable(const H5File& f, const std::string& at, const Variable& v, const std::string& owner, bool step_count) {
+  const std::string& file = f.path();
+  const std::string what = " for " + v.name() + " of " + owner;
+  if (!f.is_dataset(at)) throw Error(file + ": " + at + ": missing dataset" + what);
+  const DatasetInfo info = f.dataset_info(at);
+  const Tensor& cur = v.value();
+  if (info.dims != cur.shape().dims()) throw Error(file + ": " + at + ": expected shape " + cur.shape().str() + ", got " + info.shape_str() + what);
+  // Keras stores the iteration count as int64 (TensorFlow) or int32 (JAX, PyTorch).
+  const bool integer_ok = step_count && (info.dtype == DType::I32 || info.dtype == DType::I64);
+  if (info.dtype != cur.dtype() && !integer_ok)
+    throw Error(file + ": " + at + ": expected dtype " + dtype_name(cur.dtype()) + ", got " + info.type_name + what);
+  Tensor value(cur.shape(), cur.dtype());
+  f.read_dataset_into(at, value);
+  return value;
 }
 
 VarsGroup optimizer_vars_for_loading(const WeightsModel& model, std::size_t stored, const std::optional<std::string>& saved_by,

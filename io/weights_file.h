@@ -73,6 +73,11 @@ void load_weights(const WeightsModel& model, const std::string& path);
 VarsGroup optimizer_vars_for_loading(const WeightsModel& model, std::size_t stored, const std::optional<std::string>& saved_by,
                                      const std::string& where);
 
+// Reads the dataset `at` for variable `v` of `owner` after checking that its shape and dtype are
+// v's (a step count, `step_count`, may be int32 or int64 as Keras's backends store it). Throws
+// naming the file, the dataset and the variable; assigns nothing.
+Tensor read_variable(const H5File& file, const std::string& at, const Variable& v, const std::string& owner, bool step_count = false);
+
 // The same tree inside an open file, under the group `root` ("" is the file's root): what
 // save_weights writes and load_weights reads, for files that hold more than weights.
 void write_weights(H5File& file, const WeightsModel& model, const std::string& root = "");

@@ -1,5 +1,5 @@
-// A process whose saves fail for lack of space, then go on: it saves weights and a whole model
-// under a file size limit of 8 KB (the writes fail as on a full disk), then lifts the limit,
+// A process whose saves fail for lack of space, then go on: it saves weights and a whole model (HDF5
+// and a .keras archive) under a file size limit of 8 KB (the writes fail as on a full disk), then lifts the limit,
 // saves elsewhere, loads that file back and exits 0. test_weights_file runs it and checks the
 // exit status (a failed write once left HDF5 broken, and every such process crashed at exit).
 //
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   const rlimit small{8192, limit.rlim_max};
   std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG, as one on a full disk with ENOSPC
   setrlimit(RLIMIT_FSIZE, &small);
-  for (const std::string& path : {dir + "/good.weights.h5", dir + "/model.h5"}) {
+  for (const std::string& path : {dir + "/good.weights.h5", dir + "/model.h5", dir + "/model.keras"}) {
     try {
       if (path.ends_with(".weights.h5")) model.save_weights(path);
       else model.save(path);

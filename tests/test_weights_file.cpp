@@ -493,6 +493,7 @@ TEST_CASE("weights file: after writes fail for lack of space the process keeps i
   CHECK(output.find(": cannot write the file (8192 of ") != std::string::npos);
   CHECK(output.find("File too large") != std::string::npos);
   CHECK(output.find("refused: " + (dir / "model.h5").string() + ": not saved: ") != std::string::npos);
+  CHECK(output.find("refused: " + (dir / "model.keras").string() + ": not saved: ") != std::string::npos);
   CHECK(output.find("saved elsewhere") != std::string::npos);
   // The good file is the one from before the failures, whole; no temporary is left behind.
   std::vector<std::string> names;
