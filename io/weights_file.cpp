@@ -262,7 +262,14 @@ void read_weights(const H5File& f, const WeightsModel& model, const std::string&
 void load_weights(const WeightsModel& model, const std::string& path) {
   check_extension(path);
   verify_checksum(path);
-  read_weights(H5File::open(path), model);
+  const H5File f = H5File::open(path);
+  // A whole-model file renamed: its weights sit under /model_weights, in one layout or another.
+  if (f.read_string_attribute("/", "model_config")) {
+    const bool keras = f.read_string_attribute("/", "keras_version") && !f.read_string_attribute("/", "format");
+    throw Error(path + ": a whole-model file (" + (keras ? "Keras's legacy model.save(\"m.h5\")" : "Tandem's Model::save") +
+                "), not a weights file: load it with tandem::load_model");
+  }
+  read_weights(f, model);
 }
 
 }  // namespace tandem::io

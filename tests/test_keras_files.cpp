@@ -216,6 +216,23 @@ TEST_CASE("keras files: damaged or foreign archives and Keras files are refused 
     CHECK_THROWS_WITH_AS(tandem::load_training_state((kData / "mlp.h5").string()), doctest::Contains("a Keras legacy whole-model file"),
                          tandem::ValueError);
   }
+  SUBCASE("whole-model files given to load_weights, and a file named for another kind") {
+    std::unique_ptr<tandem::Model> model = tandem::load_model(mlp.string());
+    fs::copy_file(kData / "mlp.h5", scratch("keras_legacy.weights.h5"), fs::copy_options::overwrite_existing);
+    CHECK_THROWS_WITH_AS(model->load_weights(scratch("keras_legacy.weights.h5").string()),
+                         doctest::Contains("a whole-model file (Keras's legacy model.save(\"m.h5\")), not a weights file: load it with tandem::load_model"),
+                         tandem::Error);
+    model->save(scratch("tandem.h5").string());
+    fs::copy_file(scratch("tandem.h5"), scratch("tandem.weights.h5"), fs::copy_options::overwrite_existing);
+    CHECK_THROWS_WITH_AS(model->load_weights(scratch("tandem.weights.h5").string()),
+                         doctest::Contains("a whole-model file (Tandem's Model::save), not a weights file"), tandem::Error);
+    // load_model goes by what a file holds, not by its name: an HDF5 model file named `.keras`
+    // and an archive named `.h5` load as what they are.
+    fs::copy_file(scratch("tandem.h5"), scratch("hdf5_named.keras"), fs::copy_options::overwrite_existing);
+    fs::copy_file(mlp, scratch("archive_named.h5"), fs::copy_options::overwrite_existing);
+    CHECK(tandem::load_model(scratch("hdf5_named.keras").string())->optimizer()->iterations() == 2);
+    CHECK(tandem::load_model(scratch("archive_named.h5").string())->optimizer()->iterations() == 2);
+  }
   SUBCASE("a call argument Tandem does not take") {
     Json config = Json::parse(zip_entry(kData / "attn.keras", "config.json"));
     for (Json& layer : config["config"]["layers"])
