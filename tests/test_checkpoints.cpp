@@ -280,9 +280,9 @@ TEST_CASE("checkpoints: ModelCheckpoint argument errors read like Keras's") {
                        "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must end in "
                        "`.weights.h5` (Keras weights format). Received: filepath=w.h5",
                        tandem::ValueError);
-  for (const char* path : {"model.txt", "model.keras", "model.weights.h5"})
+  for (const char* path : {"model.txt", "model.weights.h5"})
     CHECK_THROWS_WITH_AS(cb::ModelCheckpoint(path),
-                         ("The filepath provided must end in `.h5` or `.hdf5` (whole model, Model::save), or use "
+                         ("The filepath provided must end in `.keras`, `.h5` or `.hdf5` (whole model, Model::save), or use "
                           "`save_weights_only=True` with a `.weights.h5` filepath. Received: filepath=" + std::string(path)).c_str(),
                          tandem::ValueError);
   CHECK_THROWS_WITH_AS(cb::ModelCheckpoint("w.weights.h5", {.save_weights_only = true, .mode = "maximum"}),
@@ -290,6 +290,7 @@ TEST_CASE("checkpoints: ModelCheckpoint argument errors read like Keras's") {
   CHECK_THROWS_WITH_AS(cb::ModelCheckpoint("w.weights.h5", {.save_weights_only = true, .save_freq = "batch"}),
                        "Unrecognized save_freq: batch. Expected save_freq are 'epoch' or integer values", tandem::ValueError);
   CHECK_THROWS_AS(cb::ModelCheckpoint("w.weights.h5", {.save_weights_only = true, .save_freq = 0}), tandem::ValueError);
+  CHECK_NOTHROW(cb::ModelCheckpoint("ckpt/{epoch:02d}.keras"));  // Keras's own default kind of file
   CHECK_THROWS_WITH_AS(cb::BackupAndRestore(""), "Empty `backup_dir` argument passed", tandem::ValueError);
 
   // A field the logs do not have fails when the file is about to be written.

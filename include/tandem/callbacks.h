@@ -130,6 +130,54 @@ struct BackupAndRestoreOptions {
 // weights, bit for bit, as one that was never interrupted. Backups are written atomically. The
 // directory belongs to this callback (see docs/checkpoints.md).
 CallbackPtr BackupAndRestore(const std::string& backup_dir, const BackupAndRestoreOptions& options = {});
+struct EarlyStoppingOptions {
+  std::string monitor = "val_loss";
+  double min_delta = 0.0;               // an improvement must exceed this
+  int patience = 0;                     // epochs without improvement before stopping
+  int verbose = 0;                      // 1 prints "Epoch N: early stopping" and the restore
+  std::string mode = "auto";            // "min", "max", or "auto" (as ModelCheckpoint)
+  std::optional<double> baseline;       // the patience counter resets only on values that beat it
+  bool restore_best_weights = false;    // at the end of fit, the weights of the best epoch
+  int start_from_epoch = 0;             // epochs before this are not monitored (a warm-up)
+};
+
+// keras.callbacks.EarlyStopping, Keras 3's rules: at each epoch end (from start_from_epoch) the
+// monitored value either improves on the best (then the best and, with restore_best_weights, its
+// weights are kept, and the wait restarts unless a baseline is not beaten) or the wait grows; when
+// it reaches `patience` (and the epoch is not the first) training stops. restore_best_weights
+// restores the best epoch's weights when fit ends, whether this callback stopped it or not.
+CallbackPtr EarlyStopping(const EarlyStoppingOptions& options = {});
+
+struct ReduceLROnPlateauOptions {
+  std::string monitor = "val_loss";
+  double factor = 0.1;                  // new learning rate = max(lr * factor, min_lr); in [0, 1)
+  int patience = 10;
+  int verbose = 0;                      // 1 prints "Epoch N: ReduceLROnPlateau reducing learning rate to X."
+  std::string mode = "auto";
+  double min_delta = 1e-4;
+  int cooldown = 0;                     // epochs after a reduction during which no wait accumulates
+  double min_lr = 0.0;
+};
+
+// keras.callbacks.ReduceLROnPlateau: multiplies the optimizer's learning rate by `factor` after
+// `patience` epochs without improvement of the monitored value; the new rate is used from the next
+// step on every device.
+CallbackPtr ReduceLROnPlateau(const ReduceLROnPlateauOptions& options = {});
+
+// keras.callbacks.LearningRateScheduler: at each epoch's start sets the optimizer's learning rate to
+// schedule(epoch, current rate) (epoch from 0); verbose 1 prints
+// "Epoch N: LearningRateScheduler setting learning rate to X.".
+CallbackPtr LearningRateScheduler(std::function<double(int epoch, double learning_rate)> schedule, int verbose = 0);
+
+struct CSVLoggerOptions {
+  char separator = ',';
+  bool append = false;  // add to an existing file (its header stays); else the file is replaced
+};
+
+// keras.callbacks.CSVLogger: one row per epoch, "epoch" then every log key in sorted order (the
+// header is written with the first row), values as Python prints floats. The row is flushed to the
+// file as each epoch ends, so a log of an interrupted run has every finished epoch.
+CallbackPtr CSVLogger(const std::string& filename, const CSVLoggerOptions& options = {});
 }  // namespace callbacks
 
 }  // namespace tandem

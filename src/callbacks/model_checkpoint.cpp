@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "callbacks/checkpoint_path.h"
+#include "callbacks/monitor.h"
 #include "tandem/callbacks.h"
 #include "tandem/errors.h"
 #include "tandem/model.h"
@@ -211,17 +212,10 @@ std::string format_path(const std::string& pattern, const FormatArgs& args) {
 
 namespace {
 
+using detail::Monitor;
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Keras's "auto" mode: losses go down, accuracy-like metrics (Keras's `_direction = "up"`) go up.
-bool higher_is_better(const std::string& monitor) {
-  std::string name = monitor.rfind("val_", 0) == 0 ? monitor.substr(4) : monitor;
-  if (name == "loss") return false;
-  for (const char* up : {"acc", "auc", "precision", "recall", "f1", "fbeta", "r2", "iou"})
-    if (name.find(up) != std::string::npos) return true;
-  return false;
 }
 
 class ModelCheckpointCallback final : public Callback {
@@ -232,17 +226,12 @@ class ModelCheckpointCallback final : public Callback {
       if (!ends_with(filepath_, ".weights.h5"))
         throw ValueError("When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must end in "
                          "`.weights.h5` (Keras weights format). Received: filepath=" + filepath_);
-    } else if (ends_with(filepath_, ".weights.h5") || (!ends_with(filepath_, ".h5") && !ends_with(filepath_, ".hdf5"))) {
-      // Model::save's formats: Keras's ".keras" zip archive is not one of them.
-      throw ValueError("The filepath provided must end in `.h5` or `.hdf5` (whole model, Model::save), or use "
+    } else if (ends_with(filepath_, ".weights.h5") ||
+               (!ends_with(filepath_, ".keras") && !ends_with(filepath_, ".h5") && !ends_with(filepath_, ".hdf5"))) {
+      throw ValueError("The filepath provided must end in `.keras`, `.h5` or `.hdf5` (whole model, Model::save), or use "
                        "`save_weights_only=True` with a `.weights.h5` filepath. Received: filepath=" + filepath_);
     }
-    if (o_.mode == "min" || o_.mode == "max")
-      maximize_ = o_.mode == "max";
-    else if (o_.mode == "auto")
-      maximize_ = higher_is_better(o_.monitor);
-    else
-      throw ValueError("ModelCheckpoint mode '" + o_.mode + "' is unknown; expected \"auto\", \"min\" or \"max\"");
+    maximize_ = Monitor("ModelCheckpoint", o_.monitor, o_.mode).maximize();
   }
 
   void on_epoch_begin(int epoch, const Logs&) override { epoch_ = epoch; }

@@ -152,7 +152,9 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   Feeder feeder(batches, data, true);
   m.begin_steps();  // after on_train_begin, which may have loaded weights
   for (int epoch = progress_.epoch; epoch < o.epochs && !stop_training; ++epoch) {
+    m.host_view();  // epoch-start callbacks may read or set variables (LearningRateScheduler)
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
+    m.host_changed();
     batches.start_epoch(epoch);
     feeder.start_epoch();
     Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};

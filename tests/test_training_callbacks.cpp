@@ -1,0 +1,189 @@
+// EarlyStopping, ReduceLROnPlateau, LearningRateScheduler and CSVLogger: each against the sequence
+// Keras 3's rules give by hand for a scripted sequence of monitored values, and in fit, where a
+// learning rate a callback sets must reach every device (Default and Mirrored).
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <tandem/tandem.h>
+
+#include "strategy_helpers.h"
+
+namespace fs = std::filesystem;
+namespace tl = tandem::layers;
+namespace cb = tandem::callbacks;
+using tandem::Logs;
+using tandem::Tensor;
+
+namespace {
+
+std::unique_ptr<tandem::Sequential> small_model(double learning_rate, tandem::distribute::StrategyPtr strategy = nullptr) {
+  tandem::set_random_seed(3);
+  auto model = std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{tl::InputLayer({20}), tl::Dense(8, "relu"), tl::Dense(5)});
+  tandem::CompileOptions options{.optimizer = tandem::optimizers::SGD(learning_rate),
+                                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"}};
+  if (strategy) options.strategy = strategy;
+  model->compile(options);
+  return model;
+}
+
+// Feeds `values` of `monitor` to the callback's epoch ends as fit would; returns the epoch after
+// which it set stop_training (-1 if it never did).
+int stopping_epoch(const tandem::CallbackPtr& callback, tandem::Model& model, const std::string& monitor, const std::vector<double>& values) {
+  callback->set_model(&model);
+  model.stop_training = false;
+  callback->on_train_begin({});
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    callback->on_epoch_end(static_cast<int>(e), {{monitor, values[e]}});
+    if (model.stop_training) return static_cast<int>(e);
+  }
+  return -1;
+}
+
+bool same(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (int64_t j = 0; j < a[i].size(); ++j)
+      if (a[i].item(j) != b[i].item(j)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("EarlyStopping stops at the epoch Keras's rules give for scripted values") {
+  auto model = small_model(0.1);
+  // min mode, patience 2: best 1.0, then 0.9; 0.95 and 0.92 wait 1 and 2 -> stop after epoch 3.
+  CHECK(stopping_epoch(cb::EarlyStopping({.monitor = "val_loss", .patience = 2}), *model, "val_loss", {1.0, 0.9, 0.95, 0.92, 0.8}) == 3);
+  // An improvement must exceed min_delta: 0.85 is not 0.2 below 1.0.
+  CHECK(stopping_epoch(cb::EarlyStopping({.monitor = "val_loss", .min_delta = 0.2, .patience = 1}), *model, "val_loss", {1.0, 0.85, 0.7}) == 1);
+  // Patience 0 never stops at the first epoch, and stops at the first value that is no better.
+  CHECK(stopping_epoch(cb::EarlyStopping({.monitor = "loss"}), *model, "loss", {1.0, 1.0}) == 1);
+  // A baseline: improvements that do not beat it keep the wait growing, but an improving epoch
+  // never stops; the first epoch that does not improve (wait 4 >= 2) does.
+  CHECK(stopping_epoch(cb::EarlyStopping({.monitor = "val_loss", .patience = 2, .baseline = 0.5}), *model, "val_loss",
+                       {1.0, 0.9, 0.8, 0.85}) == 3);
+  // start_from_epoch: epochs 0 and 1 are not watched; 3.0 at epoch 3 is no better than epoch 2's.
+  CHECK(stopping_epoch(cb::EarlyStopping({.monitor = "loss", .patience = 1, .start_from_epoch = 2}), *model, "loss", {5, 4, 3, 3, 3}) == 3);
+  // auto mode maximises accuracy-like names.
+  CHECK(stopping_epoch(cb::EarlyStopping({.monitor = "val_accuracy", .patience = 2}), *model, "val_accuracy", {0.5, 0.6, 0.55, 0.58}) == 3);
+  CHECK(stopping_epoch(cb::EarlyStopping({.monitor = "val_accuracy", .patience = 2}), *model, "val_accuracy", {0.5, 0.6, 0.7, 0.8}) == -1);
+  CHECK_THROWS_WITH_AS(cb::EarlyStopping({.mode = "lowest"}), "EarlyStopping mode 'lowest' is unknown; expected \"auto\", \"min\" or \"max\"",
+                       tandem::ValueError);
+}
+
+TEST_CASE("EarlyStopping restore_best_weights puts back the weights of the best epoch when fit ends") {
+  auto model = small_model(0.1);
+  model->build({20});
+  auto callback = cb::EarlyStopping({.monitor = "val_loss", .patience = 10, .restore_best_weights = true});
+  callback->set_model(model.get());
+  callback->on_train_begin({});
+  const std::vector<double> losses{3.0, 1.0, 2.0, 4.0};  // best: epoch 1
+  std::vector<std::vector<Tensor>> at_epoch;
+  for (std::size_t e = 0; e < losses.size(); ++e) {
+    std::vector<Tensor> w = model->get_weights();
+    for (Tensor& t : w)
+      for (float& v : t.values<float>()) v = static_cast<float>(e) + 0.5f;
+    model->set_weights(w);
+    at_epoch.push_back(w);
+    callback->on_epoch_end(static_cast<int>(e), {{"val_loss", losses[e]}});
+  }
+  callback->on_train_end({});
+  CHECK(same(model->get_weights(), at_epoch[1]));
+}
+
+TEST_CASE("EarlyStopping in fit: a loss that cannot improve (learning rate 0) stops after patience epochs") {
+  auto model = small_model(0.0);
+  const tandem::History h = model->fit(blobs(64, 20, 5), {.epochs = 10, .batch_size = 16, .shuffle = false, .verbose = 0,
+                                                          .callbacks = {cb::EarlyStopping({.monitor = "loss", .patience = 2})}});
+  CHECK(h.epoch == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("ReduceLROnPlateau follows Keras's rules for patience, cooldown and min_lr") {
+  auto model = small_model(0.1);
+  auto callback = cb::ReduceLROnPlateau({.monitor = "val_loss", .factor = 0.5, .patience = 1, .cooldown = 2, .min_lr = 0.02});
+  callback->set_model(model.get());
+  callback->on_train_begin({});
+  // A value that never improves: a reduction after epoch 1, two cooldown epochs (the second one's
+  // wait already counts), a reduction after 3, then 5 clamps at min_lr, then nothing is above it.
+  const std::vector<double> expected{0.1, 0.05, 0.05, 0.025, 0.025, 0.02, 0.02, 0.02};
+  for (std::size_t e = 0; e < expected.size(); ++e) {
+    callback->on_epoch_end(static_cast<int>(e), {{"val_loss", 1.0}});
+    CHECK(model->optimizer()->learning_rate() == static_cast<double>(static_cast<float>(expected[e])));
+  }
+  CHECK_THROWS_WITH_AS(cb::ReduceLROnPlateau({.factor = 1.0}), doctest::Contains("does not support a factor >= 1.0"), tandem::ValueError);
+}
+
+TEST_CASE("A learning rate set by a callback during fit reaches every device") {
+  for (int devices : {1, 2}) {
+    INFO(devices << " device(s)");
+    {  // ReduceLROnPlateau
+      // In max mode a falling loss never improves after epoch 0: the rate becomes 0 after epoch 1,
+      // so epochs 2 and 3 leave the weights as epoch 1 left them.
+      auto model = small_model(0.1, devices == 1 ? nullptr : tandem::distribute::Mirrored(cpus(devices)));
+      std::vector<std::vector<Tensor>> weights;
+      auto record = cb::Lambda([&](int, const Logs&) { weights.push_back(model->get_weights()); });
+      model->fit(blobs(64, 20, 5), {.epochs = 4, .batch_size = 16, .verbose = 0,
+                                    .callbacks = {cb::ReduceLROnPlateau({.monitor = "loss", .factor = 0.0, .patience = 0, .mode = "max"}), record}});
+      REQUIRE(weights.size() == 4);
+      CHECK_FALSE(same(weights[0], weights[1]));
+      CHECK(same(weights[1], weights[2]));
+      CHECK(same(weights[2], weights[3]));
+      CHECK(model->optimizer()->learning_rate() == 0.0);
+    }
+    {  // LearningRateScheduler
+      auto model = small_model(0.1, devices == 1 ? nullptr : tandem::distribute::Mirrored(cpus(devices)));
+      std::vector<double> rates;
+      std::vector<std::vector<Tensor>> weights;
+      auto record = cb::Lambda([&](int, const Logs&) {
+        rates.push_back(model->optimizer()->learning_rate());
+        weights.push_back(model->get_weights());
+      });
+      // 0 for the first epoch (set before its first step: the weights must not move), then
+      // 0.1 * 0.5^epoch, then 0 again for the fourth epoch.
+      auto schedule = cb::LearningRateScheduler([](int epoch, double) { return epoch == 0 || epoch == 3 ? 0.0 : 0.1 * std::pow(0.5, epoch); });
+      model->build({20});
+      const std::vector<Tensor> initial = model->get_weights();
+      model->fit(blobs(64, 20, 5), {.epochs = 4, .batch_size = 16, .verbose = 0, .callbacks = {schedule, record}});
+      REQUIRE(rates.size() == 4);
+      CHECK(rates[0] == 0.0);
+      for (int e = 1; e < 3; ++e) CHECK(rates[e] == static_cast<double>(static_cast<float>(0.1 * std::pow(0.5, e))));
+      CHECK(rates[3] == 0.0);
+      CHECK(same(initial, weights[0]));
+      CHECK_FALSE(same(weights[0], weights[1]));
+      CHECK_FALSE(same(weights[1], weights[2]));
+      CHECK(same(weights[2], weights[3]));
+    }
+  }
+}
+
+TEST_CASE("CSVLogger writes one row per epoch with History's values, and appends without a second header") {
+  const fs::path dir = fs::temp_directory_path() / ("tandem_csv_logger_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "log.csv").string();
+  auto model = small_model(0.1);
+  const tandem::Dataset data = blobs(64, 20, 5);
+  const tandem::History h = model->fit(data, {.epochs = 3, .batch_size = 16, .validation_split = 0.25, .verbose = 0,
+                                              .callbacks = {cb::CSVLogger(path)}});
+  model->fit(data, {.epochs = 5, .batch_size = 16, .validation_split = 0.25, .verbose = 0,
+                    .callbacks = {cb::CSVLogger(path, {.append = true})}, .initial_epoch = 3});
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 6);
+  CHECK(lines[0] == "epoch,accuracy,loss,val_accuracy,val_loss");
+  for (int e = 0; e < 3; ++e) {
+    std::istringstream row(lines[1 + e]);
+    std::string cell;
+    std::getline(row, cell, ',');
+    CHECK(cell == std::to_string(e));
+    for (const char* key : {"accuracy", "loss", "val_accuracy", "val_loss"}) {
+      std::getline(row, cell, ',');
+      CHECK(std::stod(cell) == h.history.at(key)[e]);  // Python's repr of a float reads back exactly
+    }
+  }
+  CHECK(lines[4].rfind("3,", 0) == 0);
+  CHECK(lines[5].rfind("4,", 0) == 0);
+  fs::remove_all(dir);
+}
