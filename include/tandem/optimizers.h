@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,26 @@ namespace graph {
 class Graph;
 }
 
+// A learning rate that changes with each update, as Keras's keras.optimizers.schedules: the rate of
+// the update that follows `step` updates. fit sets it before every training step.
+class LearningRateSchedule {
+ public:
+  virtual ~LearningRateSchedule() = default;
+  virtual double operator()(int64_t step) const = 0;
+  // {"module": "keras.optimizers.schedules", "class_name", "config", "registered_name"}, as Keras
+  // serialises the schedule inside an optimizer's config.
+  virtual std::string config_json() const = 0;
+};
+using SchedulePtr = std::shared_ptr<const LearningRateSchedule>;
+
+// What an optimizer's learning_rate argument takes: a number or a schedule.
+struct LearningRate {
+  LearningRate(double value) : value(value) {}
+  LearningRate(SchedulePtr schedule);
+  double value = 0;      // the rate (a schedule's rate at step 0)
+  SchedulePtr schedule;  // empty for a constant rate
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -21,7 +42,12 @@ class Optimizer {
   // being the current one: what Model::save stores. The base class has none and throws ValueError.
   virtual std::string config_json() const;
   double learning_rate() const;
-  void set_learning_rate(double lr);     // takes effect at the next step
+  // Takes effect at the next step. A ValueError when the rate follows a schedule.
+  void set_learning_rate(double lr);
+  const SchedulePtr& schedule() const { return schedule_; }  // empty for a constant rate
+  // Library use: sets the rate a schedule gives for the update after `updates` updates; false (and
+  // nothing changed) without a schedule.
+  bool follow_schedule(int64_t updates);
   int64_t iterations() const;            // updates applied so far
   // Every variable the optimizer owns: iterations, learning_rate, then slots in variable order.
   const std::vector<VariablePtr>& variables() const { return variables_; }
@@ -32,7 +58,9 @@ class Optimizer {
   void emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads);
 
  protected:
-  explicit Optimizer(double learning_rate);
+  explicit Optimizer(const LearningRate& learning_rate);
+  // The learning rate as it goes in config_json(): a number, or the schedule's Keras object.
+  std::string learning_rate_config() const;
   // Slot names per variable, e.g. {"momentum", "velocity"} for Adam (Keras's names).
   virtual std::vector<std::string> slot_names() const = 0;
   // Emits the update of `var` with gradient `grad`; slots[i] are this variable's slot values.
@@ -43,6 +71,7 @@ class Optimizer {
   std::vector<VariablePtr> variables_;
   std::vector<std::vector<VariablePtr>> slots_;  // per trainable variable, in build order
   std::vector<int> slot_owner_ids_;              // the trainable variable each slots_ entry belongs to
+  SchedulePtr schedule_;
 };
 using OptimizerPtr = std::shared_ptr<Optimizer>;
 
@@ -53,12 +82,34 @@ struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; };
 struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; };
 struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; };
 
-OptimizerPtr SGD(double learning_rate = 0.01, const SGDOptions& options = {});
-OptimizerPtr Adam(double learning_rate = 0.001, const AdamOptions& options = {});
-OptimizerPtr AdamW(double learning_rate = 0.001, const AdamWOptions& options = {});
-OptimizerPtr RMSprop(double learning_rate = 0.001, const RMSpropOptions& options = {});
+OptimizerPtr SGD(const LearningRate& learning_rate = 0.01, const SGDOptions& options = {});
+OptimizerPtr Adam(const LearningRate& learning_rate = 0.001, const AdamOptions& options = {});
+OptimizerPtr AdamW(const LearningRate& learning_rate = 0.001, const AdamWOptions& options = {});
+OptimizerPtr RMSprop(const LearningRate& learning_rate = 0.001, const RMSpropOptions& options = {});
 // "sgd", "adam", "adamw", "rmsprop" with default arguments; ValueError for other names.
 OptimizerPtr get(const std::string& name);
 
 }  // namespace optimizers
+
+// Keras 3's schedules, with its formulas and defaults (`optimizers::Adam(schedules::CosineDecay(...))`).
+namespace schedules {
+
+// initial · decay_rate^(step / decay_steps), the exponent floored when `staircase`.
+SchedulePtr ExponentialDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate, bool staircase = false);
+
+struct CosineDecayOptions {
+  double alpha = 0.0;                   // the final rate as a fraction of the decay's starting rate
+  std::optional<double> warmup_target;  // with warmup: the rate reached after warmup_steps
+  int64_t warmup_steps = 0;
+};
+// Without warmup: initial · ((1 − alpha) · ½(1 + cos(π · min(step, decay_steps) / decay_steps)) + alpha).
+// With warmup: a straight line from initial to warmup_target over warmup_steps, then the cosine
+// decay from warmup_target over decay_steps.
+SchedulePtr CosineDecay(double initial_learning_rate, int64_t decay_steps, const CosineDecayOptions& options = {});
+
+// values[0] while step <= boundaries[0], values[i] while boundaries[i-1] < step <= boundaries[i],
+// values.back() after the last boundary; values has one more element than boundaries.
+SchedulePtr PiecewiseConstantDecay(std::vector<int64_t> boundaries, std::vector<double> values);
+
+}  // namespace schedules
 }  // namespace tandem

@@ -151,6 +151,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   }
   Feeder feeder(batches, data, true);
   m.begin_steps();  // after on_train_begin, which may have loaded weights
+  int64_t updates = m.optimizer->iterations();  // for a learning-rate schedule; one per step
   for (int epoch = progress_.epoch; epoch < o.epochs && !stop_training; ++epoch) {
     m.host_view();  // epoch-start callbacks may read or set variables (LearningRateScheduler)
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
@@ -183,7 +184,9 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       const bool trace = !o.trace_path.empty() && steps_run == o.trace_step;
       if (trace) step.exe->tracer().clear(), step.exe->tracer().enable(true);
       m.before_step();
+      if (m.optimizer->follow_schedule(updates)) m.homes.to_devices({m.optimizer->variables()[1]});
       step.exe->run();
+      ++updates;
       m.after_step(true);
       if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);
       ++steps_run;

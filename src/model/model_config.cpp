@@ -448,6 +448,41 @@ OptimizerPtr optimizer_from(const Json& v) {
   return optimizer;
 }
 
+// An optimizer's learning_rate: a number, or a schedule as Keras serialises it.
+LearningRate learning_rate_from(const ConfigReader& c, double fallback) {
+  const Json* v = c.value("learning_rate");
+  if (!v || !v->is_object()) return c.number("learning_rate", fallback);
+  const std::string cls = string_member(*v, "class_name", "training_config: learning_rate");
+  const Json empty = Json::object();
+  const ConfigReader s(cls, v->contains("config") ? v->at("config") : empty);
+  s.value("name");
+  SchedulePtr schedule;
+  if (cls == "ExponentialDecay") {
+    schedule = schedules::ExponentialDecay(s.number("initial_learning_rate"), s.integer("decay_steps"), s.number("decay_rate"),
+                                           s.boolean("staircase", false));
+  } else if (cls == "CosineDecay") {
+    const Json* target = s.value("warmup_target");
+    schedule = schedules::CosineDecay(s.number("initial_learning_rate"), s.integer("decay_steps"),
+                                      {.alpha = s.number("alpha", 0.0),
+                                       .warmup_target = target && !target->is_null() ? std::optional<double>(s.number("warmup_target")) : std::nullopt,
+                                       .warmup_steps = s.integer("warmup_steps", 0)});
+  } else if (cls == "PiecewiseConstantDecay") {
+    const Json* values = s.value("values");
+    if (!values || !values->is_array()) s.fail("values", "a list of numbers");
+    std::vector<double> rates;
+    for (const Json& r : *values) {
+      if (!r.is_number()) s.fail("values", "a list of numbers");
+      rates.push_back(r.get<double>());
+    }
+    schedule = schedules::PiecewiseConstantDecay(s.integers("boundaries"), rates);
+  } else {
+    throw ValueError("training_config: unknown learning-rate schedule class \"" + cls +
+                     "\"; expected ExponentialDecay, CosineDecay or PiecewiseConstantDecay");
+  }
+  s.check_all_read();
+  return schedule;
+}
+
 // The optimizer of Keras class `cls`, from the keys Keras 3 writes for it.
 OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
   c.value("name");
@@ -457,24 +492,24 @@ OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
   if (cls != "AdamW") c.expect_null({"weight_decay"});
   if (cls == "SGD") {
     const optimizers::SGDOptions d;
-    return optimizers::SGD(c.number("learning_rate", 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov)});
+    return optimizers::SGD(learning_rate_from(c, 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov)});
   }
   if (cls == "Adam") {
     c.expect("amsgrad", false);
     const optimizers::AdamOptions d;
-    return optimizers::Adam(c.number("learning_rate", 0.001),
+    return optimizers::Adam(learning_rate_from(c, 0.001),
                             {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon)});
   }
   if (cls == "AdamW") {
     c.expect("amsgrad", false);
     const optimizers::AdamWOptions d;
-    return optimizers::AdamW(c.number("learning_rate", 0.001), {c.number("weight_decay", d.weight_decay), c.number("beta_1", d.beta_1),
+    return optimizers::AdamW(learning_rate_from(c, 0.001), {c.number("weight_decay", d.weight_decay), c.number("beta_1", d.beta_1),
                                                                 c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon)});
   }
   if (cls == "RMSprop") {
     c.expect("centered", false);
     const optimizers::RMSpropOptions d;
-    return optimizers::RMSprop(c.number("learning_rate", 0.001),
+    return optimizers::RMSprop(learning_rate_from(c, 0.001),
                                {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon)});
   }
   throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));

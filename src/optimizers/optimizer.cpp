@@ -2,6 +2,8 @@
 // and emits one fused update op per trainable variable.
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/graph.h"
 #include "tandem/errors.h"
 #include "tandem/optimizers.h"
@@ -12,7 +14,13 @@ namespace {
 graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
 }  // namespace
 
-Optimizer::Optimizer(double learning_rate) {
+LearningRate::LearningRate(SchedulePtr s) : schedule(std::move(s)) {
+  if (!schedule) throw ValueError("optimizer: the learning-rate schedule is empty");
+  value = (*schedule)(0);
+}
+
+Optimizer::Optimizer(const LearningRate& rate) : schedule_(rate.schedule) {
+  const double learning_rate = rate.value;
   if (!(learning_rate >= 0.0)) throw ValueError("optimizer: learning_rate must be >= 0, got " + std::to_string(learning_rate));
   variables_.push_back(std::make_shared<Variable>("optimizer/iteration", Tensor(Shape{}, DType::I64), false));
   Tensor lr(Shape{}, DType::F32);
@@ -25,7 +33,22 @@ std::string Optimizer::config_json() const {
 }
 
 double Optimizer::learning_rate() const { return variables_[1]->value().item(0); }
-void Optimizer::set_learning_rate(double lr) { variables_[1]->value().data<float>()[0] = static_cast<float>(lr); }
+void Optimizer::set_learning_rate(double lr) {
+  if (schedule_)
+    throw ValueError("optimizer \"" + name() + "\": the learning rate follows a schedule, so it cannot be set (as in Keras); create the "
+                     "optimizer with a number to set it from a callback");
+  variables_[1]->value().data<float>()[0] = static_cast<float>(lr);
+}
+
+bool Optimizer::follow_schedule(int64_t updates) {
+  if (!schedule_) return false;
+  variables_[1]->value().data<float>()[0] = static_cast<float>((*schedule_)(updates));
+  return true;
+}
+
+std::string Optimizer::learning_rate_config() const {
+  return schedule_ ? schedule_->config_json() : nlohmann::ordered_json(learning_rate()).dump();
+}
 int64_t Optimizer::iterations() const { return variables_[0]->value().data<int64_t>()[0]; }
 
 void Optimizer::build(const std::vector<VariablePtr>& trainable) {

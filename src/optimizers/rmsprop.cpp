@@ -11,12 +11,12 @@ namespace tandem::optimizers {
 namespace {
 class RMSpropOptimizer : public Optimizer {
  public:
-  RMSpropOptimizer(double lr, RMSpropOptions o) : Optimizer(lr), o_(o) {
+  RMSpropOptimizer(const LearningRate& lr, RMSpropOptions o) : Optimizer(lr), o_(o) {
     if (!(o.rho >= 0 && o.rho < 1)) throw ValueError("RMSprop: rho must be in [0, 1), got " + std::to_string(o.rho));
   }
   std::string name() const override { return "rmsprop"; }
   std::string config_json() const override {
-    return nlohmann::ordered_json{{"name", "rmsprop"}, {"learning_rate", learning_rate()}, {"rho", o_.rho},
+    return nlohmann::ordered_json{{"name", "rmsprop"}, {"learning_rate", nlohmann::ordered_json::parse(learning_rate_config())}, {"rho", o_.rho},
                                   {"momentum", o_.momentum}, {"epsilon", o_.epsilon}, {"centered", false}}
         .dump();
   }
@@ -38,7 +38,7 @@ class RMSpropOptimizer : public Optimizer {
 };
 }  // namespace
 
-OptimizerPtr RMSprop(double learning_rate, const RMSpropOptions& options) {
+OptimizerPtr RMSprop(const LearningRate& learning_rate, const RMSpropOptions& options) {
   return std::make_shared<RMSpropOptimizer>(learning_rate, options);
 }
 

@@ -10,12 +10,12 @@ namespace tandem::optimizers {
 namespace {
 class SGDOptimizer : public Optimizer {
  public:
-  SGDOptimizer(double lr, SGDOptions o) : Optimizer(lr), o_(o) {
+  SGDOptimizer(const LearningRate& lr, SGDOptions o) : Optimizer(lr), o_(o) {
     if (!(o.momentum >= 0.0 && o.momentum <= 1.0)) throw ValueError("SGD: momentum must be in [0, 1], got " + std::to_string(o.momentum));
   }
   std::string name() const override { return "sgd"; }
   std::string config_json() const override {
-    return nlohmann::ordered_json{{"name", "sgd"}, {"learning_rate", learning_rate()}, {"momentum", o_.momentum}, {"nesterov", o_.nesterov}}
+    return nlohmann::ordered_json{{"name", "sgd"}, {"learning_rate", nlohmann::ordered_json::parse(learning_rate_config())}, {"momentum", o_.momentum}, {"nesterov", o_.nesterov}}
         .dump();
   }
 
@@ -35,6 +35,6 @@ class SGDOptimizer : public Optimizer {
 };
 }  // namespace
 
-OptimizerPtr SGD(double learning_rate, const SGDOptions& options) { return std::make_shared<SGDOptimizer>(learning_rate, options); }
+OptimizerPtr SGD(const LearningRate& learning_rate, const SGDOptions& options) { return std::make_shared<SGDOptimizer>(learning_rate, options); }
 
 }  // namespace tandem::optimizers
