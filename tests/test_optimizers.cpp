@@ -86,3 +86,40 @@ TEST_CASE("optimizers: Keras 3 defaults") {
   CHECK(tandem::optimizers::get("adam")->name() == "adam");
   CHECK_THROWS_WITH_AS(tandem::optimizers::get("adamax"), doctest::Contains("unknown optimizer 'adamax'"), tandem::ValueError);
 }
+
+TEST_CASE("optimizers: clipnorm, global_clipnorm and clipvalue match PyTorch's clip_grad_norm_ and clip_grad_value_") {
+  // tests/data/clipping_refs.json, made by tests/data/make_clipping_refs.py: one SGD step at rate
+  // 1 from the same weights, the gradients clipped first.
+  std::ifstream in(std::string(TANDEM_TEST_DATA) + "/clipping_refs.json");
+  REQUIRE(in.good());
+  const json refs = json::parse(in);
+  std::vector<int32_t> ys;
+  for (const auto& v : refs["y"]) ys.push_back(v.get<int32_t>());
+  const tandem::Dataset data(tensor_from(refs["x"], {8, 6}), tandem::Tensor::from({8}, std::span<const int32_t>(ys)));
+  for (const char* name : {"none", "clipnorm", "global_clipnorm", "clipvalue"}) {
+    INFO("case " << name);
+    tandem::GradientClipping clipping;
+    if (std::string(name) == "clipnorm") clipping.clipnorm = refs["limits"]["clipnorm"].get<double>();
+    if (std::string(name) == "global_clipnorm") clipping.global_clipnorm = refs["limits"]["global_clipnorm"].get<double>();
+    if (std::string(name) == "clipvalue") clipping.clipvalue = refs["limits"]["clipvalue"].get<double>();
+    auto x = tandem::Input({6});
+    tandem::Model model(x, tl::Dense(3)(tl::Dense(4, "tanh")(x)));
+    std::vector<tandem::Tensor> start;
+    for (std::size_t w = 0; w < 4; ++w) start.push_back(tensor_from(refs["start"][w], tandem::Shape(refs["shapes"][w].get<std::vector<int64_t>>())));
+    model.set_weights(start);
+    model.compile({.optimizer = tandem::optimizers::SGD(1.0, {.clipping = clipping}),
+                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    model.fit(data, {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
+    const auto weights = model.get_weights();
+    double worst = 0;
+    for (std::size_t w = 0; w < 4; ++w)
+      for (std::size_t i = 0; i < refs["cases"][name][w].size(); ++i)
+        worst = std::max(worst, std::abs(weights[w].item(static_cast<int64_t>(i)) - refs["cases"][name][w][i].get<double>()));
+    INFO("max |tandem - pytorch| = " << worst);
+    CHECK(worst <= 1e-5);
+  }
+  CHECK_THROWS_WITH_AS(tandem::optimizers::SGD(0.1, {.clipping = {.clipnorm = 1.0, .clipvalue = 0.5}}),
+                       "optimizer: only one of clipnorm, global_clipnorm and clipvalue can be set", tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::optimizers::Adam(0.1, {.clipping = {.global_clipnorm = 0.0}}), doctest::Contains("global_clipnorm must be > 0"),
+                       tandem::ValueError);
+}

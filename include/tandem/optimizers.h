@@ -26,6 +26,14 @@ class LearningRateSchedule {
 };
 using SchedulePtr = std::shared_ptr<const LearningRateSchedule>;
 
+// Keras's gradient clipping, applied to the gradients before the update; at most one is set.
+//   clipnorm         each gradient rescaled to an L2 norm of at most this
+//   global_clipnorm  all gradients rescaled together to a joint L2 norm of at most this
+//   clipvalue        each gradient element clipped to [-clipvalue, clipvalue]
+struct GradientClipping {
+  std::optional<double> clipnorm, global_clipnorm, clipvalue;
+};
+
 // What an optimizer's learning_rate argument takes: a number or a schedule.
 struct LearningRate {
   LearningRate(double value) : value(value) {}
@@ -45,6 +53,7 @@ class Optimizer {
   // Takes effect at the next step. A ValueError when the rate follows a schedule.
   void set_learning_rate(double lr);
   const SchedulePtr& schedule() const { return schedule_; }  // empty for a constant rate
+  const GradientClipping& clipping() const { return clipping_; }
   // Library use: sets the rate a schedule gives for the update after `updates` updates; false (and
   // nothing changed) without a schedule.
   bool follow_schedule(int64_t updates);
@@ -58,9 +67,11 @@ class Optimizer {
   void emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads);
 
  protected:
-  explicit Optimizer(const LearningRate& learning_rate);
+  explicit Optimizer(const LearningRate& learning_rate, const GradientClipping& clipping = {});
   // The learning rate as it goes in config_json(): a number, or the schedule's Keras object.
   std::string learning_rate_config() const;
+  // The config keys every Keras optimizer has: name, learning_rate, the clipping (null when unset).
+  std::string base_config_json() const;
   // Slot names per variable, e.g. {"momentum", "velocity"} for Adam (Keras's names).
   virtual std::vector<std::string> slot_names() const = 0;
   // Emits the update of `var` with gradient `grad`; slots[i] are this variable's slot values.
@@ -68,19 +79,22 @@ class Optimizer {
                            const graph::Value& iteration, const std::vector<graph::Value>& slots) const = 0;
 
  private:
+  // The gradients after clipping (the same values when none is set).
+  std::vector<graph::Value> clip(graph::Graph& g, const std::vector<graph::Value>& grads) const;
   std::vector<VariablePtr> variables_;
   std::vector<std::vector<VariablePtr>> slots_;  // per trainable variable, in build order
   std::vector<int> slot_owner_ids_;              // the trainable variable each slots_ entry belongs to
   SchedulePtr schedule_;
+  GradientClipping clipping_;
 };
 using OptimizerPtr = std::shared_ptr<Optimizer>;
 
 namespace optimizers {
 
-struct SGDOptions { double momentum = 0.0; bool nesterov = false; };
-struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; };
-struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; };
-struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; };
+struct SGDOptions { double momentum = 0.0; bool nesterov = false; GradientClipping clipping; };
+struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping; };
+struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping; };
+struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; GradientClipping clipping; };
 
 OptimizerPtr SGD(const LearningRate& learning_rate = 0.01, const SGDOptions& options = {});
 OptimizerPtr Adam(const LearningRate& learning_rate = 0.001, const AdamOptions& options = {});

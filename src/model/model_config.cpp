@@ -486,31 +486,34 @@ LearningRate learning_rate_from(const ConfigReader& c, double fallback) {
 // The optimizer of Keras class `cls`, from the keys Keras 3 writes for it.
 OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
   c.value("name");
-  c.expect_null({"clipnorm", "clipvalue", "global_clipnorm", "loss_scale_factor", "gradient_accumulation_steps", "ema_overwrite_frequency"});
+  c.expect_null({"loss_scale_factor", "gradient_accumulation_steps", "ema_overwrite_frequency"});
+  GradientClipping clipping;
+  for (auto [key, field] : {std::pair{"clipnorm", &clipping.clipnorm}, {"global_clipnorm", &clipping.global_clipnorm}, {"clipvalue", &clipping.clipvalue}})
+    if (const Json* v = c.value(key); v && !v->is_null()) *field = c.number(key);
   c.expect("use_ema", false);
   c.number("ema_momentum", 0.99);  // used only with use_ema
   if (cls != "AdamW") c.expect_null({"weight_decay"});
   if (cls == "SGD") {
     const optimizers::SGDOptions d;
-    return optimizers::SGD(learning_rate_from(c, 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov)});
+    return optimizers::SGD(learning_rate_from(c, 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov), clipping});
   }
   if (cls == "Adam") {
     c.expect("amsgrad", false);
     const optimizers::AdamOptions d;
     return optimizers::Adam(learning_rate_from(c, 0.001),
-                            {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon)});
+                            {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
   }
   if (cls == "AdamW") {
     c.expect("amsgrad", false);
     const optimizers::AdamWOptions d;
     return optimizers::AdamW(learning_rate_from(c, 0.001), {c.number("weight_decay", d.weight_decay), c.number("beta_1", d.beta_1),
-                                                                c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon)});
+                                                                c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
   }
   if (cls == "RMSprop") {
     c.expect("centered", false);
     const optimizers::RMSpropOptions d;
     return optimizers::RMSprop(learning_rate_from(c, 0.001),
-                               {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon)});
+                               {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon), clipping});
   }
   throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));
 }

@@ -27,6 +27,11 @@ Value log_softmax(Graph& g, Value x, int axis = -1);
 
 Value reshape(Graph& g, Value x, Shape shape);    // full shape, batch included
 Value reduce_sum(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
+// Gradient clipping (ops/gradient_clipping.cpp): min(max(x, -limit), limit); the sum of x² over
+// every axis; x · limit / max(√sum_of_squares, limit).
+Value clip_by_value(Graph& g, Value x, double limit);
+Value sum_of_squares(Graph& g, Value x);
+Value scale_by_norm(Graph& g, Value x, Value sum_of_squares, double limit);
 Value reduce_mean(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
 Value sum_to(Graph& g, Value x, Shape shape);      // undoes broadcasting: sums the broadcast axes
 Value broadcast_to(Graph& g, Value x, Shape shape);

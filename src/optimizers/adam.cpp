@@ -12,14 +12,14 @@ namespace tandem::optimizers {
 namespace {
 class AdamOptimizer : public Optimizer {
  public:
-  AdamOptimizer(const char* name, const LearningRate& lr, double wd, double b1, double b2, double eps)
-      : Optimizer(lr), name_(name), wd_(wd), b1_(b1), b2_(b2), eps_(eps) {
+  AdamOptimizer(const char* name, const LearningRate& lr, double wd, double b1, double b2, double eps, const GradientClipping& clipping)
+      : Optimizer(lr, clipping), name_(name), wd_(wd), b1_(b1), b2_(b2), eps_(eps) {
     if (!(b1 >= 0 && b1 < 1)) throw ValueError(std::string(name) + ": beta_1 must be in [0, 1), got " + std::to_string(b1));
     if (!(b2 >= 0 && b2 < 1)) throw ValueError(std::string(name) + ": beta_2 must be in [0, 1), got " + std::to_string(b2));
   }
   std::string name() const override { return name_; }
   std::string config_json() const override {
-    nlohmann::ordered_json c{{"name", name_}, {"learning_rate", nlohmann::ordered_json::parse(learning_rate_config())}};
+    nlohmann::ordered_json c = nlohmann::ordered_json::parse(base_config_json());
     if (name_ == "adamw") c["weight_decay"] = wd_;
     c["beta_1"] = b1_;
     c["beta_2"] = b2_;
@@ -43,10 +43,10 @@ class AdamOptimizer : public Optimizer {
 }  // namespace
 
 OptimizerPtr Adam(const LearningRate& learning_rate, const AdamOptions& o) {
-  return std::make_shared<AdamOptimizer>("adam", learning_rate, 0.0, o.beta_1, o.beta_2, o.epsilon);
+  return std::make_shared<AdamOptimizer>("adam", learning_rate, 0.0, o.beta_1, o.beta_2, o.epsilon, o.clipping);
 }
 OptimizerPtr AdamW(const LearningRate& learning_rate, const AdamWOptions& o) {
-  return std::make_shared<AdamOptimizer>("adamw", learning_rate, o.weight_decay, o.beta_1, o.beta_2, o.epsilon);
+  return std::make_shared<AdamOptimizer>("adamw", learning_rate, o.weight_decay, o.beta_1, o.beta_2, o.epsilon, o.clipping);
 }
 
 }  // namespace tandem::optimizers

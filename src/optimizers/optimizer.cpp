@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/optimizers.h"
 
@@ -14,12 +15,34 @@ namespace {
 graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
 }  // namespace
 
+std::vector<graph::Value> Optimizer::clip(graph::Graph& g, const std::vector<graph::Value>& grads) const {
+  std::vector<graph::Value> out = grads;
+  if (clipping_.global_clipnorm) {
+    graph::Value total;
+    for (const graph::Value& x : grads)
+      if (x.valid()) total = total.valid() ? ops::add(g, total, ops::sum_of_squares(g, x)) : ops::sum_of_squares(g, x);
+    for (graph::Value& x : out)
+      if (x.valid()) x = ops::scale_by_norm(g, x, total, *clipping_.global_clipnorm);
+    return out;
+  }
+  for (graph::Value& x : out) {
+    if (!x.valid()) continue;
+    if (clipping_.clipnorm) x = ops::scale_by_norm(g, x, ops::sum_of_squares(g, x), *clipping_.clipnorm);
+    if (clipping_.clipvalue) x = ops::clip_by_value(g, x, *clipping_.clipvalue);
+  }
+  return out;
+}
+
 LearningRate::LearningRate(SchedulePtr s) : schedule(std::move(s)) {
   if (!schedule) throw ValueError("optimizer: the learning-rate schedule is empty");
   value = (*schedule)(0);
 }
 
-Optimizer::Optimizer(const LearningRate& rate) : schedule_(rate.schedule) {
+Optimizer::Optimizer(const LearningRate& rate, const GradientClipping& clipping) : schedule_(rate.schedule), clipping_(clipping) {
+  const int set = clipping.clipnorm.has_value() + clipping.global_clipnorm.has_value() + clipping.clipvalue.has_value();
+  if (set > 1) throw ValueError("optimizer: only one of clipnorm, global_clipnorm and clipvalue can be set");
+  for (const auto& [name, v] : {std::pair{"clipnorm", clipping.clipnorm}, {"global_clipnorm", clipping.global_clipnorm}, {"clipvalue", clipping.clipvalue}})
+    if (v && !(*v > 0.0)) throw ValueError(std::string("optimizer: ") + name + " must be > 0, got " + std::to_string(*v));
   const double learning_rate = rate.value;
   if (!(learning_rate >= 0.0)) throw ValueError("optimizer: learning_rate must be >= 0, got " + std::to_string(learning_rate));
   variables_.push_back(std::make_shared<Variable>("optimizer/iteration", Tensor(Shape{}, DType::I64), false));
@@ -44,6 +67,16 @@ bool Optimizer::follow_schedule(int64_t updates) {
   if (!schedule_) return false;
   variables_[1]->value().data<float>()[0] = static_cast<float>((*schedule_)(updates));
   return true;
+}
+
+std::string Optimizer::base_config_json() const {
+  auto number = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
+  return nlohmann::ordered_json{{"name", name()},
+                                {"learning_rate", nlohmann::ordered_json::parse(learning_rate_config())},
+                                {"clipnorm", number(clipping_.clipnorm)},
+                                {"global_clipnorm", number(clipping_.global_clipnorm)},
+                                {"clipvalue", number(clipping_.clipvalue)}}
+      .dump();
 }
 
 std::string Optimizer::learning_rate_config() const {
@@ -71,14 +104,15 @@ void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& va
   graph::ScopeGuard scope(g, "optimizer");
   const graph::Value iteration = read(g, *variables_[0]);
   const graph::Value lr = read(g, *variables_[1]);
+  const std::vector<graph::Value> clipped = clip(g, grads);
   std::vector<int> updates;
   for (std::size_t i = 0; i < vars.size(); ++i) {
-    if (!grads[i].valid()) continue;  // the variable does not affect the loss
+    if (!clipped[i].valid()) continue;  // the variable does not affect the loss
     const auto at = std::find(slot_owner_ids_.begin(), slot_owner_ids_.end(), vars[i]->id()) - slot_owner_ids_.begin();
     std::vector<graph::Value> slots;
     for (const VariablePtr& s : slots_[static_cast<std::size_t>(at)]) slots.push_back(read(g, *s));
     const int before = g.size();
-    emit_update(g, read(g, *vars[i]), grads[i], lr, iteration, slots);
+    emit_update(g, read(g, *vars[i]), clipped[i], lr, iteration, slots);
     for (int n = before; n < g.size(); ++n) updates.push_back(n);
   }
   // Every update reads the iteration count; it advances only after all of them.

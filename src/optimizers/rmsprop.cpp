@@ -11,14 +11,14 @@ namespace tandem::optimizers {
 namespace {
 class RMSpropOptimizer : public Optimizer {
  public:
-  RMSpropOptimizer(const LearningRate& lr, RMSpropOptions o) : Optimizer(lr), o_(o) {
+  RMSpropOptimizer(const LearningRate& lr, RMSpropOptions o) : Optimizer(lr, o.clipping), o_(o) {
     if (!(o.rho >= 0 && o.rho < 1)) throw ValueError("RMSprop: rho must be in [0, 1), got " + std::to_string(o.rho));
   }
   std::string name() const override { return "rmsprop"; }
   std::string config_json() const override {
-    return nlohmann::ordered_json{{"name", "rmsprop"}, {"learning_rate", nlohmann::ordered_json::parse(learning_rate_config())}, {"rho", o_.rho},
-                                  {"momentum", o_.momentum}, {"epsilon", o_.epsilon}, {"centered", false}}
-        .dump();
+    nlohmann::ordered_json c = nlohmann::ordered_json::parse(base_config_json());
+    c.update({{"rho", o_.rho}, {"momentum", o_.momentum}, {"epsilon", o_.epsilon}, {"centered", false}});
+    return c.dump();
   }
 
  protected:

@@ -10,13 +10,14 @@ namespace tandem::optimizers {
 namespace {
 class SGDOptimizer : public Optimizer {
  public:
-  SGDOptimizer(const LearningRate& lr, SGDOptions o) : Optimizer(lr), o_(o) {
+  SGDOptimizer(const LearningRate& lr, SGDOptions o) : Optimizer(lr, o.clipping), o_(o) {
     if (!(o.momentum >= 0.0 && o.momentum <= 1.0)) throw ValueError("SGD: momentum must be in [0, 1], got " + std::to_string(o.momentum));
   }
   std::string name() const override { return "sgd"; }
   std::string config_json() const override {
-    return nlohmann::ordered_json{{"name", "sgd"}, {"learning_rate", nlohmann::ordered_json::parse(learning_rate_config())}, {"momentum", o_.momentum}, {"nesterov", o_.nesterov}}
-        .dump();
+    nlohmann::ordered_json c = nlohmann::ordered_json::parse(base_config_json());
+    c.update({{"momentum", o_.momentum}, {"nesterov", o_.nesterov}});
+    return c.dump();
   }
 
  protected:
