@@ -30,6 +30,10 @@ void stage(const H5File& f, const std::string& group, const std::vector<Variable
 
 }  // namespace
 
+bool is_keras_legacy_model(const H5File& f) {
+  return f.read_string_attribute("/", "keras_version") && !f.read_string_attribute("/", "format");
+}
+
 void read_legacy_weights(const H5File& f, const WeightsModel& model) {
   const std::string root = "model_weights";
   if (!f.is_group(root)) throw Error(f.path() + ": the group /" + root + " is missing (the file is incomplete)");
@@ -46,10 +50,7 @@ void read_legacy_weights(const H5File& f, const WeightsModel& model) {
 
   std::vector<Staged> staged;
   for (const auto& layer : model.layers) {
-    std::vector<VariablePtr> variables;
-    for (bool trainable : {true, false})
-      for (const auto& w : layer->weights())
-        if (w->trainable() == trainable) variables.push_back(w);
+    const std::vector<VariablePtr> variables = keras_weight_order(*layer);
     const std::string owner = layer->class_name() + " \"" + layer->name() + "\"";
     const std::string group = root + "/" + layer->name();
     if (!f.is_group(group)) {

@@ -12,6 +12,10 @@
 
 namespace tandem::io {
 
+// Whether an open HDF5 file is one of these: Keras writes keras_version at the root, and Tandem's
+// own model files have a format marker.
+bool is_keras_legacy_model(const H5File& file);
+
 // Reads the layers' weights, and the optimizer state when the model is compiled and the file has
 // some, checking everything (names, counts, shapes, dtypes) before assigning anything.
 void read_legacy_weights(const H5File& file, const WeightsModel& model);

@@ -11,6 +11,7 @@
 #include "io/atomic_file.h"
 #include "io/checksum.h"
 #include "io/hdf5_file.h"
+#include "io/keras_legacy_weights.h"
 #include "tandem/errors.h"
 
 namespace tandem::io {
@@ -153,6 +154,14 @@ std::string to_snake_case(const std::string& class_name) {
   return s;
 }
 
+std::vector<VariablePtr> keras_weight_order(const Layer& layer) {
+  std::vector<VariablePtr> out;
+  for (bool trainable : {true, false})
+    for (const auto& w : layer.weights())
+      if (w->trainable() == trainable) out.push_back(w);
+  return out;
+}
+
 std::vector<VarsGroup> weights_layout(const WeightsModel& m) {
   std::vector<VarsGroup> out{{"", m.name, {}, "model \"" + m.name + "\""}};
   std::map<std::string, int> used;  // Keras names container elements by class, then _1, _2, ...
@@ -167,11 +176,7 @@ std::vector<VarsGroup> weights_layout(const WeightsModel& m) {
       add_attention_groups(*layer, path, out);
       continue;
     }
-    VarsGroup g{path, layer->name(), {}, layer->class_name() + " \"" + layer->name() + "\""};
-    for (bool trainable : {true, false})  // Keras: trainable variables, then non-trainable
-      for (const auto& w : layer->weights())
-        if (w->trainable() == trainable) g.variables.push_back(w);
-    out.push_back(std::move(g));
+    out.push_back({path, layer->name(), keras_weight_order(*layer), layer->class_name() + " \"" + layer->name() + "\""});
   }
   if (m.optimizer) out.push_back(optimizer_group(m));
   return out;
@@ -265,7 +270,7 @@ void load_weights(const WeightsModel& model, const std::string& path) {
   const H5File f = H5File::open(path);
   // A whole-model file renamed: its weights sit under /model_weights, in one layout or another.
   if (f.read_string_attribute("/", "model_config")) {
-    const bool keras = f.read_string_attribute("/", "keras_version") && !f.read_string_attribute("/", "format");
+    const bool keras = is_keras_legacy_model(f);
     throw Error(path + ": a whole-model file (" + (keras ? "Keras's legacy model.save(\"m.h5\")" : "Tandem's Model::save") +
                 "), not a weights file: load it with tandem::load_model");
   }

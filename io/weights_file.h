@@ -50,6 +50,9 @@ struct VarsGroup {
 // The model's groups (model, layers) in file order, then the optimizer's if `model.optimizer`.
 std::vector<VarsGroup> weights_layout(const WeightsModel& model);
 
+// A layer's variables in Keras's layer.weights order: the trainable ones, then the rest.
+std::vector<VariablePtr> keras_weight_order(const Layer& layer);
+
 // Keras's naming.to_snake_case: "Conv2D" -> "conv2d", "BatchNormalization" -> "batch_normalization",
 // "RMSprop" -> "rm_sprop".
 std::string to_snake_case(const std::string& class_name);

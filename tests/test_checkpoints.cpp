@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "callbacks/checkpoint_path.h"
+#include "scratch_dir.h"
 
 extern char** environ;
 
@@ -33,21 +34,8 @@ using cb::detail::python_float_repr;
 
 namespace {
 
-const fs::path scratch_root = fs::temp_directory_path() / ("tandem_checkpoints_" + std::to_string(::getpid()));
-struct RemoveScratchAtExit {
-  ~RemoveScratchAtExit() {
-    std::error_code ec;
-    fs::remove_all(scratch_root, ec);
-  }
-} remove_scratch_at_exit;
-
-// A fresh, empty folder for one test.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = scratch_root / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+const ScratchRoot scratch_root("tandem_checkpoints");
+fs::path scratch(const std::string& name) { return scratch_root.fresh(name); }
 
 std::set<std::string> files_in(const fs::path& dir) {
   std::set<std::string> out;

@@ -14,6 +14,7 @@
 
 #include "io/zip_archive.h"
 #include "layers/config.h"
+#include "scratch_dir.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -27,17 +28,11 @@ constexpr double kTolerance = 1e-5;
 // After one more training step in each framework: float32 rounding of two different programs.
 constexpr double kStepTolerance = 1e-4;
 
-const fs::path scratch_root = fs::temp_directory_path() / ("tandem_keras_files_" + std::to_string(::getpid()));
-struct RemoveScratch {
-  ~RemoveScratch() {
-    std::error_code ignored;
-    fs::remove_all(scratch_root, ignored);
-  }
-} remove_scratch;
-
+const ScratchRoot scratch_root("tandem_keras_files");
+// A file in this program's scratch folder.
 fs::path scratch(const std::string& name) {
-  fs::create_directories(scratch_root);
-  return scratch_root / name;
+  static const fs::path dir = scratch_root.fresh("files");
+  return dir / name;
 }
 
 Json read_json(const fs::path& p) {

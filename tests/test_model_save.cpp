@@ -18,6 +18,7 @@
 #include "io/hdf5_file.h"
 #include "layer_base/initializers.h"
 #include "layers/config.h"
+#include "scratch_dir.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;
@@ -27,20 +28,8 @@ using tandem::Tensor;
 
 namespace {
 
-const fs::path scratch_root = fs::temp_directory_path() / ("tandem_model_save_" + std::to_string(::getpid()));
-struct RemoveScratch {
-  ~RemoveScratch() {
-    std::error_code ignored;
-    fs::remove_all(scratch_root, ignored);
-  }
-} remove_scratch;
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = scratch_root / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+const ScratchRoot scratch_root("tandem_model_save");
+fs::path scratch(const std::string& name) { return scratch_root.fresh(name); }
 
 Tensor uniform(tandem::Shape shape, uint64_t seed) {
   std::mt19937_64 gen(seed);

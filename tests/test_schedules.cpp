@@ -10,6 +10,7 @@
 #include <tandem/tandem.h>
 
 #include "strategy_helpers.h"
+#include "scratch_dir.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;
@@ -100,8 +101,8 @@ TEST_CASE("schedules: fit uses the rate of each update, counted across epochs an
 }
 
 TEST_CASE("schedules: an optimizer's schedule is saved in Keras's form and loaded back") {
-  const fs::path dir = fs::temp_directory_path() / ("tandem_schedules_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const ScratchRoot scratch_root("tandem_schedules");
+  const fs::path dir = scratch_root.fresh("save");
   auto model = small_model(sch::CosineDecay(0.05, 40, {.alpha = 0.2, .warmup_target = 0.1, .warmup_steps = 4}));
   model->fit(blobs(32, 20, 5), {.epochs = 1, .batch_size = 16, .verbose = 0});
   for (const char* name : {"m.keras", "m.h5"}) {
@@ -118,5 +119,4 @@ TEST_CASE("schedules: an optimizer's schedule is saved in Keras's form and loade
     // Training continues on the schedule: the next update is number 2.
     CHECK(loaded->optimizer()->iterations() == 2);
   }
-  fs::remove_all(dir);
 }

@@ -10,6 +10,7 @@
 #include <tandem/tandem.h>
 
 #include "strategy_helpers.h"
+#include "scratch_dir.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;
@@ -159,8 +160,8 @@ TEST_CASE("A learning rate set by a callback during fit reaches every device") {
 }
 
 TEST_CASE("CSVLogger writes one row per epoch with History's values, and appends without a second header") {
-  const fs::path dir = fs::temp_directory_path() / ("tandem_csv_logger_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const ScratchRoot scratch_root("tandem_csv_logger");
+  const fs::path dir = scratch_root.fresh("log");
   const std::string path = (dir / "log.csv").string();
   auto model = small_model(0.1);
   const tandem::Dataset data = blobs(64, 20, 5);
@@ -185,5 +186,4 @@ TEST_CASE("CSVLogger writes one row per epoch with History's values, and appends
   }
   CHECK(lines[4].rfind("3,", 0) == 0);
   CHECK(lines[5].rfind("4,", 0) == 0);
-  fs::remove_all(dir);
 }

@@ -16,6 +16,7 @@
 #include "io/atomic_file.h"
 #include "io/hdf5_file.h"
 #include "io/weights_file.h"
+#include "scratch_dir.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;
@@ -24,20 +25,8 @@ using tandem::Tensor;
 namespace {
 
 // A fresh, empty folder for one test, under one folder that is removed when the tests end.
-const fs::path scratch_root = fs::temp_directory_path() / ("tandem_weights_" + std::to_string(::getpid()));
-struct RemoveScratch {
-  ~RemoveScratch() {
-    std::error_code ignored;
-    fs::remove_all(scratch_root, ignored);
-  }
-} remove_scratch;
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = scratch_root / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+const ScratchRoot scratch_root("tandem_weights");
+fs::path scratch(const std::string& name) { return scratch_root.fresh(name); }
 
 Tensor random_tensor(tandem::Shape shape, uint64_t seed) {
   std::mt19937_64 gen(seed);

@@ -34,7 +34,6 @@ Json int2_json(const Int2& v);  // [h, w]
 class ConfigReader {
  public:
   ConfigReader(std::string class_name, const Json& config);
-  const Json& json() const { return config_; }
   std::string name() const;  // "" when absent: the layer is named automatically
 
   int64_t integer(const char* key) const;  // required

@@ -23,23 +23,10 @@ using Node = Symbol::Node;
 
 std::string who(const Layer& l) { return l.class_name() + " \"" + l.name() + "\""; }
 
-std::string shorten(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
-
 Json shape_json(const Shape& s) {
   Json dims = Json::array();
   for (int64_t d : s.dims()) dims.push_back(d < 0 ? Json(nullptr) : Json(d));
   return dims;
-}
-
-Json parse_object(const std::string& text, const std::string& what) {
-  Json c;
-  try {
-    c = Json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(what + ": config_json() returned text that is not JSON: " + e.what());
-  }
-  if (!c.is_object()) throw ValueError(what + ": config_json() must return a JSON object, got " + shorten(c.dump()));
-  return c;
 }
 
 Json input_config(const Symbol& input) {
@@ -176,18 +163,6 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
 }
 
 // ---- reading ----
-
-const Json& member(const Json& object, const char* key, const std::string& where) {
-  if (!object.is_object()) throw ValueError(where + ": expected a JSON object, got " + shorten(object.dump()));
-  if (!object.contains(key)) throw ValueError(where + ": the key \"" + key + "\" is missing");
-  return object.at(key);
-}
-
-std::string string_member(const Json& object, const char* key, const std::string& where) {
-  const Json& v = member(object, key, where);
-  if (!v.is_string()) throw ValueError(where + ": \"" + key + "\" must be a string, got " + shorten(v.dump()));
-  return v.get<std::string>();
-}
 
 // A layer entry's config, with the entry's name filled in when the config has none.
 Json named_config(const Json& entry, const std::string& where) {
@@ -408,157 +383,7 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
   return std::make_unique<Model>(made.at({in.layer, 0}), output->second, name);
 }
 
-// ---- compile settings ----
-
-struct ClassName {
-  const char* name;  // Tandem's
-  const char* cls;   // Keras's
-};
-constexpr ClassName kOptimizers[] = {{"sgd", "SGD"}, {"adam", "Adam"}, {"adamw", "AdamW"}, {"rmsprop", "RMSprop"}};
-constexpr ClassName kLosses[] = {{"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
-                                 {"categorical_crossentropy", "CategoricalCrossentropy"},
-                                 {"binary_crossentropy", "BinaryCrossentropy"},
-                                 {"mean_squared_error", "MeanSquaredError"},
-                                 {"mean_absolute_error", "MeanAbsoluteError"}};
-
-template <std::size_t N>
-std::string class_of(const ClassName (&table)[N], const std::string& name) {
-  for (const ClassName& c : table)
-    if (name == c.name) return c.cls;
-  return name;  // a custom class: saved under its own name, which load_model will not know
-}
-
-template <std::size_t N>
-std::string class_list(const ClassName (&table)[N]) {
-  std::string s;
-  for (const ClassName& c : table) s += (s.empty() ? "" : ", ") + std::string(c.cls);
-  return s;
-}
-
-OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c);
-LossPtr loss_of_class(const std::string& cls, const ConfigReader& c);
-
-OptimizerPtr optimizer_from(const Json& v) {
-  if (v.is_string()) return optimizers::get(v.get<std::string>());
-  const std::string cls = string_member(v, "class_name", "training_config: optimizer_config");
-  const Json empty = Json::object();
-  const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
-  OptimizerPtr optimizer = optimizer_of_class(cls, c);
-  c.check_all_read();
-  return optimizer;
-}
-
-// An optimizer's learning_rate: a number, or a schedule as Keras serialises it.
-LearningRate learning_rate_from(const ConfigReader& c, double fallback) {
-  const Json* v = c.value("learning_rate");
-  if (!v || !v->is_object()) return c.number("learning_rate", fallback);
-  const std::string cls = string_member(*v, "class_name", "training_config: learning_rate");
-  const Json empty = Json::object();
-  const ConfigReader s(cls, v->contains("config") ? v->at("config") : empty);
-  s.value("name");
-  SchedulePtr schedule;
-  if (cls == "ExponentialDecay") {
-    schedule = schedules::ExponentialDecay(s.number("initial_learning_rate"), s.integer("decay_steps"), s.number("decay_rate"),
-                                           s.boolean("staircase", false));
-  } else if (cls == "CosineDecay") {
-    const Json* target = s.value("warmup_target");
-    schedule = schedules::CosineDecay(s.number("initial_learning_rate"), s.integer("decay_steps"),
-                                      {.alpha = s.number("alpha", 0.0),
-                                       .warmup_target = target && !target->is_null() ? std::optional<double>(s.number("warmup_target")) : std::nullopt,
-                                       .warmup_steps = s.integer("warmup_steps", 0)});
-  } else if (cls == "PiecewiseConstantDecay") {
-    const Json* values = s.value("values");
-    if (!values || !values->is_array()) s.fail("values", "a list of numbers");
-    std::vector<double> rates;
-    for (const Json& r : *values) {
-      if (!r.is_number()) s.fail("values", "a list of numbers");
-      rates.push_back(r.get<double>());
-    }
-    schedule = schedules::PiecewiseConstantDecay(s.integers("boundaries"), rates);
-  } else {
-    throw ValueError("training_config: unknown learning-rate schedule class \"" + cls +
-                     "\"; expected ExponentialDecay, CosineDecay or PiecewiseConstantDecay");
-  }
-  s.check_all_read();
-  return schedule;
-}
-
-// The optimizer of Keras class `cls`, from the keys Keras 3 writes for it.
-OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
-  c.value("name");
-  c.expect_null({"loss_scale_factor", "gradient_accumulation_steps", "ema_overwrite_frequency"});
-  GradientClipping clipping;
-  for (auto [key, field] : {std::pair{"clipnorm", &clipping.clipnorm}, {"global_clipnorm", &clipping.global_clipnorm}, {"clipvalue", &clipping.clipvalue}})
-    if (const Json* v = c.value(key); v && !v->is_null()) *field = c.number(key);
-  c.expect("use_ema", false);
-  c.number("ema_momentum", 0.99);  // used only with use_ema
-  if (cls != "AdamW") c.expect_null({"weight_decay"});
-  if (cls == "SGD") {
-    const optimizers::SGDOptions d;
-    return optimizers::SGD(learning_rate_from(c, 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov), clipping});
-  }
-  if (cls == "Adam") {
-    c.expect("amsgrad", false);
-    const optimizers::AdamOptions d;
-    return optimizers::Adam(learning_rate_from(c, 0.001),
-                            {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
-  }
-  if (cls == "AdamW") {
-    c.expect("amsgrad", false);
-    const optimizers::AdamWOptions d;
-    return optimizers::AdamW(learning_rate_from(c, 0.001), {c.number("weight_decay", d.weight_decay), c.number("beta_1", d.beta_1),
-                                                                c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
-  }
-  if (cls == "RMSprop") {
-    c.expect("centered", false);
-    const optimizers::RMSpropOptions d;
-    return optimizers::RMSprop(learning_rate_from(c, 0.001),
-                               {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon), clipping});
-  }
-  throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));
-}
-
-LossPtr loss_from(const Json& v) {
-  if (v.is_string()) return losses::get(v.get<std::string>());
-  const std::string cls = string_member(v, "class_name", "training_config: loss");
-  const Json empty = Json::object();
-  const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
-  LossPtr loss = loss_of_class(cls, c);
-  c.check_all_read();
-  return loss;
-}
-
-// The loss of Keras class `cls`, from the keys Keras 3 writes for it.
-LossPtr loss_of_class(const std::string& cls, const ConfigReader& c) {
-  c.value("name");
-  c.expect("reduction", "sum_over_batch_size");
-  c.expect_null({"ignore_class"});
-  c.expect("label_smoothing", 0.0);
-  c.expect("axis", -1);
-  const losses::CrossentropyOptions o{.from_logits = c.boolean("from_logits", false)};
-  if (cls == "SparseCategoricalCrossentropy") return losses::SparseCategoricalCrossentropy(o);
-  if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(o);
-  if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(o);
-  if (cls == "MeanSquaredError") return losses::MeanSquaredError();
-  if (cls == "MeanAbsoluteError") return losses::MeanAbsoluteError();
-  throw ValueError("training_config: unknown loss class \"" + cls + "\"; expected one of " + class_list(kLosses));
-}
-
 }  // namespace
-
-void rethrow_with(const std::string& prefix) {
-  try {
-    throw;
-  } catch (const ShapeError& e) {
-    throw ShapeError(prefix + e.what());
-  } catch (const ValueError& e) {
-    throw ValueError(prefix + e.what());
-  } catch (const Error& e) {
-    throw Error(prefix + e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(prefix + "malformed config: " + e.what());
-  }
-}
 
 Json model_config(const ModelGraph& model, ConfigForm form) {
   if (!model.input.node() || !model.output.node()) throw ValueError("Model \"" + model.name + "\": the model is not built");
@@ -573,36 +398,6 @@ std::unique_ptr<Model> model_from_config(const Json& json) {
   if (cls == "Sequential") return sequential_from_config(config, name);
   if (cls == "Functional" || cls == "Model") return functional_from_config(config, name);
   throw ValueError("model_config: unknown model class \"" + cls + "\"; expected Sequential or Functional");
-}
-
-Json compile_config(const CompileSettings& s, ConfigForm form) {
-  auto object = [&](const char* module, const std::string& cls, const Json& config) {
-    if (form == ConfigForm::hdf5) return Json{{"class_name", cls}, {"config", config}};
-    return Json{{"module", module}, {"class_name", cls}, {"config", config}, {"registered_name", nullptr}};
-  };
-  const Json optimizer = object("keras.optimizers", class_of(kOptimizers, s.optimizer->name()),
-                                parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\""));
-  const Json loss = object("keras.losses", class_of(kLosses, s.loss->name()), parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\""));
-  if (form == ConfigForm::hdf5)
-    return {{"loss", loss}, {"metrics", s.metrics}, {"loss_weights", nullptr}, {"weighted_metrics", nullptr}, {"optimizer_config", optimizer}};
-  return {{"optimizer", optimizer},   {"loss", loss},        {"loss_weights", nullptr},   {"metrics", s.metrics},
-          {"weighted_metrics", nullptr}, {"run_eagerly", false}, {"steps_per_execution", 1}, {"jit_compile", true}};
-}
-
-CompileSettings compile_from_config(const Json& config) {
-  CompileSettings s;
-  // Keras's legacy `.h5` calls it optimizer_config, a `.keras` archive's compile_config optimizer.
-  s.optimizer = optimizer_from(member(config, config.contains("optimizer") ? "optimizer" : "optimizer_config", "training_config"));
-  s.loss = loss_from(member(config, "loss", "training_config"));
-  if (config.contains("metrics") && !config.at("metrics").is_null()) {
-    const Json& metrics = config.at("metrics");
-    if (!metrics.is_array()) throw ValueError("training_config: \"metrics\" must be a list of names");
-    for (const Json& m : metrics) {
-      if (!m.is_string()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(metrics.dump()));
-      s.metrics.push_back(m.get<std::string>());
-    }
-  }
-  return s;
 }
 
 }  // namespace tandem::detail

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "layer_base/symbol.h"
+#include "model/config_json.h"
 #include "tandem/model.h"
 
 namespace tandem::detail {
 
-using Json = nlohmann::ordered_json;
 
 // A model's structure as Model::save sees it (Model::Impl's fields).
 struct ModelGraph {
@@ -45,6 +45,7 @@ struct CompileSettings {
   std::vector<std::string> metrics;
 };
 
+// Compile settings (model/compile_config.cpp).
 // hdf5: {"loss": {"class_name", "config"}, "metrics": [...], "loss_weights": null, "weighted_metrics":
 // null, "optimizer_config": {"class_name", "config"}}, as Keras's legacy h5 files hold it; archive:
 // Keras 3's compile_config, {"optimizer": {...}, "loss": {...}, "metrics": [...], ...}. Reading
@@ -52,8 +53,5 @@ struct CompileSettings {
 Json compile_config(const CompileSettings& settings, ConfigForm form = ConfigForm::hdf5);
 CompileSettings compile_from_config(const Json& config);
 
-// Inside a catch block: rethrows the exception with `prefix` before its message, keeping its type
-// (a JSON library error becomes a ValueError).
-[[noreturn]] void rethrow_with(const std::string& prefix);
 
 }  // namespace tandem::detail

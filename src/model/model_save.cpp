@@ -73,15 +73,15 @@ std::optional<Json> json_attribute(const io::H5File& f, const char* name) {
   return parse_json(*text, f.path() + ": " + name);
 }
 
-// Keras's legacy whole-model files carry keras_version and no Tandem format marker.
-bool is_keras_legacy_file(const io::H5File& f) {
-  return f.read_string_attribute("/", "keras_version") && !f.read_string_attribute("/", "format");
+// Opens an HDF5 file after checking Tandem's checksum block (when it has one).
+io::H5File open_hdf5(const std::string& path) {
+  io::verify_checksum(path);
+  return io::H5File::open(path);
 }
 
-// Opens a model file: checks the checksum, the HDF5 structure and the format marker.
-io::H5File open_model_file(const std::string& path) {
-  io::verify_checksum(path);
-  io::H5File f = io::H5File::open(path);
+// Checks that an open file is a model file Model::save wrote: its model config and format marker.
+void check_tandem_model_file(const io::H5File& f) {
+  const std::string& path = f.path();
   const std::optional<std::string> format = f.read_string_attribute("/", "format");
   if (!f.read_string_attribute("/", "model_config")) {
     if (f.is_group("layers") || f.is_group("vars"))
@@ -93,7 +93,6 @@ io::H5File open_model_file(const std::string& path) {
   const std::optional<std::string> version = f.read_string_attribute("/", "format_version");
   if (version && *version != kFormatVersion)
     throw ValueError(path + ": the file has format version " + *version + "; this Tandem reads version " + kFormatVersion);
-  return f;
 }
 
 int64_t integer_field(const Json& state, const char* key, const std::string& where) {
@@ -250,14 +249,13 @@ std::unique_ptr<Model> load_model(const std::string& path) {
       if (const std::optional<Json> s = archive_training_state(a, path))
         state = parse_training_state(s, path + ": " + kArchiveMetadata + ": tandem: training_state");
     } else {
-      io::verify_checksum(path);
-      if (const io::H5File f = io::H5File::open(path); is_keras_legacy_file(f)) {
+      const io::H5File f = open_hdf5(path);
+      if (io::is_keras_legacy_model(f)) {
         model = model_from_configs(json_attribute(f, "model_config").value_or(Json()), json_attribute(f, "training_config"),
                                    path + ": model_config", path + ": training_config");
         io::read_legacy_weights(f, model->impl_->weights_model("load_model"));
-      }
-      if (!model) {
-        const io::H5File f = open_model_file(path);
+      } else {
+        check_tandem_model_file(f);
         state = parse_training_state(json_attribute(f, "training_state"), path + ": training_state");
         model = model_from_configs(*json_attribute(f, "model_config"), json_attribute(f, "training_config"), path + ": model_config",
                                    path + ": training_config");
@@ -287,10 +285,10 @@ TrainingState load_training_state(const std::string& path) {
     if (!s) throw ValueError(path + ": a `.keras` archive without Tandem's training state (it was not written by Model::save)");
     return parse_training_state(s, path + ": " + kArchiveMetadata + ": tandem: training_state");
   }
-  io::verify_checksum(path);
-  if (is_keras_legacy_file(io::H5File::open(path)))
+  const io::H5File f = open_hdf5(path);
+  if (io::is_keras_legacy_model(f))
     throw ValueError(path + ": a Keras legacy whole-model file, which records no training state (it was not written by Model::save)");
-  const io::H5File f = open_model_file(path);
+  check_tandem_model_file(f);
   return parse_training_state(json_attribute(f, "training_state"), path + ": training_state");
 }
 

@@ -1,0 +1,182 @@
+// Compile settings as Keras writes them: the optimizer (with its learning-rate schedule and
+// clipping), the loss and the metrics, in a legacy `.h5` file's training_config or a `.keras`
+// archive's compile_config, and the optimizer and loss rebuilt from them.
+#include "config/config_reader.h"
+#include "model/model_config.h"
+#include "tandem/errors.h"
+#include "tandem/losses.h"
+#include "tandem/optimizers.h"
+
+namespace tandem::detail {
+
+namespace {
+
+using config::ConfigReader;
+
+struct ClassName {
+  const char* name;  // Tandem's
+  const char* cls;   // Keras's
+};
+constexpr ClassName kOptimizers[] = {{"sgd", "SGD"}, {"adam", "Adam"}, {"adamw", "AdamW"}, {"rmsprop", "RMSprop"}};
+constexpr ClassName kLosses[] = {{"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
+                                 {"categorical_crossentropy", "CategoricalCrossentropy"},
+                                 {"binary_crossentropy", "BinaryCrossentropy"},
+                                 {"mean_squared_error", "MeanSquaredError"},
+                                 {"mean_absolute_error", "MeanAbsoluteError"}};
+
+template <std::size_t N>
+std::string class_of(const ClassName (&table)[N], const std::string& name) {
+  for (const ClassName& c : table)
+    if (name == c.name) return c.cls;
+  return name;  // a custom class: saved under its own name, which load_model will not know
+}
+
+template <std::size_t N>
+std::string class_list(const ClassName (&table)[N]) {
+  std::string s;
+  for (const ClassName& c : table) s += (s.empty() ? "" : ", ") + std::string(c.cls);
+  return s;
+}
+
+OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c);
+LossPtr loss_of_class(const std::string& cls, const ConfigReader& c);
+
+OptimizerPtr optimizer_from(const Json& v) {
+  if (v.is_string()) return optimizers::get(v.get<std::string>());
+  const std::string cls = string_member(v, "class_name", "training_config: optimizer_config");
+  const Json empty = Json::object();
+  const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
+  OptimizerPtr optimizer = optimizer_of_class(cls, c);
+  c.check_all_read();
+  return optimizer;
+}
+
+// An optimizer's learning_rate: a number, or a schedule as Keras serialises it.
+LearningRate learning_rate_from(const ConfigReader& c, double fallback) {
+  const Json* v = c.value("learning_rate");
+  if (!v || !v->is_object()) return c.number("learning_rate", fallback);
+  const std::string cls = string_member(*v, "class_name", "training_config: learning_rate");
+  const Json empty = Json::object();
+  const ConfigReader s(cls, v->contains("config") ? v->at("config") : empty);
+  s.value("name");
+  SchedulePtr schedule;
+  if (cls == "ExponentialDecay") {
+    schedule = schedules::ExponentialDecay(s.number("initial_learning_rate"), s.integer("decay_steps"), s.number("decay_rate"),
+                                           s.boolean("staircase", false));
+  } else if (cls == "CosineDecay") {
+    const Json* target = s.value("warmup_target");
+    schedule = schedules::CosineDecay(s.number("initial_learning_rate"), s.integer("decay_steps"),
+                                      {.alpha = s.number("alpha", 0.0),
+                                       .warmup_target = target && !target->is_null() ? std::optional<double>(s.number("warmup_target")) : std::nullopt,
+                                       .warmup_steps = s.integer("warmup_steps", 0)});
+  } else if (cls == "PiecewiseConstantDecay") {
+    const Json* values = s.value("values");
+    if (!values || !values->is_array()) s.fail("values", "a list of numbers");
+    std::vector<double> rates;
+    for (const Json& r : *values) {
+      if (!r.is_number()) s.fail("values", "a list of numbers");
+      rates.push_back(r.get<double>());
+    }
+    schedule = schedules::PiecewiseConstantDecay(s.integers("boundaries"), rates);
+  } else {
+    throw ValueError("training_config: unknown learning-rate schedule class \"" + cls +
+                     "\"; expected ExponentialDecay, CosineDecay or PiecewiseConstantDecay");
+  }
+  s.check_all_read();
+  return schedule;
+}
+
+// The optimizer of Keras class `cls`, from the keys Keras 3 writes for it.
+OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
+  c.value("name");
+  c.expect_null({"loss_scale_factor", "gradient_accumulation_steps", "ema_overwrite_frequency"});
+  GradientClipping clipping;
+  for (auto [key, field] : {std::pair{"clipnorm", &clipping.clipnorm}, {"global_clipnorm", &clipping.global_clipnorm}, {"clipvalue", &clipping.clipvalue}})
+    if (const Json* v = c.value(key); v && !v->is_null()) *field = c.number(key);
+  c.expect("use_ema", false);
+  c.number("ema_momentum", 0.99);  // used only with use_ema
+  if (cls != "AdamW") c.expect_null({"weight_decay"});
+  if (cls == "SGD") {
+    const optimizers::SGDOptions d;
+    return optimizers::SGD(learning_rate_from(c, 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov), clipping});
+  }
+  if (cls == "Adam") {
+    c.expect("amsgrad", false);
+    const optimizers::AdamOptions d;
+    return optimizers::Adam(learning_rate_from(c, 0.001),
+                            {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
+  }
+  if (cls == "AdamW") {
+    c.expect("amsgrad", false);
+    const optimizers::AdamWOptions d;
+    return optimizers::AdamW(learning_rate_from(c, 0.001), {c.number("weight_decay", d.weight_decay), c.number("beta_1", d.beta_1),
+                                                                c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
+  }
+  if (cls == "RMSprop") {
+    c.expect("centered", false);
+    const optimizers::RMSpropOptions d;
+    return optimizers::RMSprop(learning_rate_from(c, 0.001),
+                               {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon), clipping});
+  }
+  throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));
+}
+
+LossPtr loss_from(const Json& v) {
+  if (v.is_string()) return losses::get(v.get<std::string>());
+  const std::string cls = string_member(v, "class_name", "training_config: loss");
+  const Json empty = Json::object();
+  const ConfigReader c(cls, v.contains("config") ? v.at("config") : empty);
+  LossPtr loss = loss_of_class(cls, c);
+  c.check_all_read();
+  return loss;
+}
+
+// The loss of Keras class `cls`, from the keys Keras 3 writes for it.
+LossPtr loss_of_class(const std::string& cls, const ConfigReader& c) {
+  c.value("name");
+  c.expect("reduction", "sum_over_batch_size");
+  c.expect_null({"ignore_class"});
+  c.expect("label_smoothing", 0.0);
+  c.expect("axis", -1);
+  const losses::CrossentropyOptions o{.from_logits = c.boolean("from_logits", false)};
+  if (cls == "SparseCategoricalCrossentropy") return losses::SparseCategoricalCrossentropy(o);
+  if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(o);
+  if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(o);
+  if (cls == "MeanSquaredError") return losses::MeanSquaredError();
+  if (cls == "MeanAbsoluteError") return losses::MeanAbsoluteError();
+  throw ValueError("training_config: unknown loss class \"" + cls + "\"; expected one of " + class_list(kLosses));
+}
+
+}  // namespace
+
+Json compile_config(const CompileSettings& s, ConfigForm form) {
+  auto object = [&](const char* module, const std::string& cls, const Json& config) {
+    if (form == ConfigForm::hdf5) return Json{{"class_name", cls}, {"config", config}};
+    return Json{{"module", module}, {"class_name", cls}, {"config", config}, {"registered_name", nullptr}};
+  };
+  const Json optimizer = object("keras.optimizers", class_of(kOptimizers, s.optimizer->name()),
+                                parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\""));
+  const Json loss = object("keras.losses", class_of(kLosses, s.loss->name()), parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\""));
+  if (form == ConfigForm::hdf5)
+    return {{"loss", loss}, {"metrics", s.metrics}, {"loss_weights", nullptr}, {"weighted_metrics", nullptr}, {"optimizer_config", optimizer}};
+  return {{"optimizer", optimizer},   {"loss", loss},        {"loss_weights", nullptr},   {"metrics", s.metrics},
+          {"weighted_metrics", nullptr}, {"run_eagerly", false}, {"steps_per_execution", 1}, {"jit_compile", true}};
+}
+
+CompileSettings compile_from_config(const Json& config) {
+  CompileSettings s;
+  // Keras's legacy `.h5` calls it optimizer_config, a `.keras` archive's compile_config optimizer.
+  s.optimizer = optimizer_from(member(config, config.contains("optimizer") ? "optimizer" : "optimizer_config", "training_config"));
+  s.loss = loss_from(member(config, "loss", "training_config"));
+  if (config.contains("metrics") && !config.at("metrics").is_null()) {
+    const Json& metrics = config.at("metrics");
+    if (!metrics.is_array()) throw ValueError("training_config: \"metrics\" must be a list of names");
+    for (const Json& m : metrics) {
+      if (!m.is_string()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(metrics.dump()));
+      s.metrics.push_back(m.get<std::string>());
+    }
+  }
+  return s;
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,47 @@
+// The JSON helpers model and compile configs share.
+#include "model/config_json.h"
+
+#include "tandem/errors.h"
+
+namespace tandem::detail {
+
+std::string shorten(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
+
+Json parse_object(const std::string& text, const std::string& what) {
+  Json c;
+  try {
+    c = Json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(what + ": config_json() returned text that is not JSON: " + e.what());
+  }
+  if (!c.is_object()) throw ValueError(what + ": config_json() must return a JSON object, got " + shorten(c.dump()));
+  return c;
+}
+
+const Json& member(const Json& object, const char* key, const std::string& where) {
+  if (!object.is_object()) throw ValueError(where + ": expected a JSON object, got " + shorten(object.dump()));
+  if (!object.contains(key)) throw ValueError(where + ": the key \"" + key + "\" is missing");
+  return object.at(key);
+}
+
+std::string string_member(const Json& object, const char* key, const std::string& where) {
+  const Json& v = member(object, key, where);
+  if (!v.is_string()) throw ValueError(where + ": \"" + key + "\" must be a string, got " + shorten(v.dump()));
+  return v.get<std::string>();
+}
+
+void rethrow_with(const std::string& prefix) {
+  try {
+    throw;
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefix + e.what());
+  } catch (const ValueError& e) {
+    throw ValueError(prefix + e.what());
+  } catch (const Error& e) {
+    throw Error(prefix + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(prefix + "malformed config: " + e.what());
+  }
+}
+
+}  // namespace tandem::detail
