@@ -2,7 +2,10 @@
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -181,6 +184,20 @@ TEST_CASE("model errors: each names the layer or argument with expected and actu
     CHECK_THROWS_WITH_AS(model.fit(Tensor({6, 4}, tandem::DType::F32), y2, {.batch_size = 0, .verbose = 0}),
                          doctest::Contains("batch_size must be >= 1, got 0"), tandem::ValueError);
   }
+  SUBCASE("a validation_split that leaves no training rows") {
+    CHECK_THROWS_WITH_AS(model.fit(Tensor({6, 4}, tandem::DType::F32), y2, {.validation_split = 0.999, .verbose = 0}),
+                         doctest::Contains("validation_split 0.999000 of 6 rows leaves 0 rows for training and 6 for validation"),
+                         tandem::ValueError);
+  }
+  SUBCASE("a negative dimension and an index outside the shape") {
+    const std::vector<float> values(4, 0.f);
+    CHECK_THROWS_WITH_AS(Tensor::from({-1, 4}, std::span<const float>(values)),
+                         doctest::Contains("dimensions must be non-negative, got -1 at axis 0"), tandem::ShapeError);
+    const tandem::Shape s{2, 3};
+    CHECK(s[-1] == 3);
+    CHECK_THROWS_WITH_AS(s[2], "Shape (2, 3): index 2 is outside [-2, 2) for rank 2", tandem::ShapeError);
+    CHECK_THROWS_WITH_AS(s[-3], "Shape (2, 3): index -3 is outside [-2, 2) for rank 2", tandem::ShapeError);
+  }
   SUBCASE("fit before compile") {
     tandem::Sequential fresh({tl::InputLayer({4}), tl::Dense(2)}, "fresh");
     CHECK_THROWS_WITH_AS(fresh.fit(Tensor({6, 4}, tandem::DType::F32), y2, {.verbose = 0}),
@@ -200,4 +217,44 @@ TEST_CASE("model: predict shows a progress bar only when asked") {
   std::cout.rdbuf(saved);
   CHECK(silent.empty());
   CHECK(captured.str().find("3/3") != std::string::npos);
+}
+
+TEST_CASE("model: evaluate(x, y) on arrays equals evaluate on the Dataset") {
+  tandem::set_random_seed(3);
+  const auto data = random_classification(40, 5, 3, 11);
+  tandem::Sequential model({tl::InputLayer({5}), tl::Dense(3)});
+  model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
+  const tandem::Logs on_arrays = model.evaluate(data.x(), data.y(), {.batch_size = 16, .verbose = 0});
+  const tandem::Logs on_dataset = model.evaluate(data, {.batch_size = 16, .verbose = 0});
+  CHECK(on_arrays == on_dataset);
+  CHECK(on_arrays.at("loss") > 0);
+}
+
+// Under the test runner standard output is a pipe or a file: verbose 1 must print one line per
+// epoch there, without the carriage returns that redraw a terminal's bar.
+TEST_CASE("model: verbose 1 prints one line per epoch when standard output is not a terminal") {
+  if (isatty(fileno(stdout))) {
+    MESSAGE("skipped: standard output is a terminal here");
+    return;
+  }
+  const auto data = random_classification(64, 5, 3, 12);
+  tandem::Sequential model({tl::InputLayer({5}), tl::Dense(3)});
+  model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  std::streambuf* saved = std::cout.rdbuf();
+  std::ostringstream captured;
+  std::cout.rdbuf(captured.rdbuf());
+  model.fit(data, {.epochs = 3, .batch_size = 8, .verbose = 1});
+  std::cout.rdbuf(saved);
+  const std::string text = captured.str();
+  CHECK(text.find('\r') == std::string::npos);
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 6);  // "Epoch k/3" and its one line, per epoch
+  for (int e = 0; e < 3; ++e) {
+    CHECK(lines[2 * e] == "Epoch " + std::to_string(e + 1) + "/3");
+    CHECK(lines[2 * e + 1].starts_with("8/8 - "));
+    CHECK(lines[2 * e + 1].find("loss: ") != std::string::npos);
+  }
 }

@@ -45,7 +45,9 @@ struct FitOptions {
   bool shuffle = true;
   std::optional<Dataset> validation_data;
   double validation_split = 0.0;  // the last fraction of the data, taken before shuffling
-  int verbose = 1;                // 0 silent, 1 progress bar, 2 one line per epoch
+  // 0 silent, 1 progress bar, 2 one line per epoch. When standard output is not a terminal (a log
+  // file, a pipe), 1 prints as 2 does, as Keras's verbose="auto" does.
+  int verbose = 1;
   std::vector<CallbackPtr> callbacks;
   int initial_epoch = 0;
   // When set, the training step with index trace_step (counted from 0 in this fit) is recorded
@@ -92,6 +94,7 @@ class Model {
   History fit(const Dataset& data, const FitOptions& options = {});
   History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
   Logs evaluate(const Dataset& data, const EvaluateOptions& options = {});
+  Logs evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options = {});
   Tensor predict(const Tensor& x, const PredictOptions& options = {});
 
   void summary(std::ostream& out = std::cout);

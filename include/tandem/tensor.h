@@ -25,8 +25,9 @@ class Shape {
   explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
 
   int rank() const { return static_cast<int>(dims_.size()); }
-  int64_t operator[](int i) const { return dims_[static_cast<std::size_t>(i < 0 ? i + rank() : i)]; }
-  int64_t& operator[](int i) { return dims_[static_cast<std::size_t>(i < 0 ? i + rank() : i)]; }
+  // Dimension i; negative i counts from the end. ShapeError when i is outside [-rank, rank).
+  int64_t operator[](int i) const { return dims_[checked_index(i)]; }
+  int64_t& operator[](int i) { return dims_[checked_index(i)]; }
   int64_t back() const { return dims_.back(); }
   int64_t num_elements() const;  // product of dims; 1 for a scalar
   const std::vector<int64_t>& dims() const { return dims_; }
@@ -38,6 +39,7 @@ class Shape {
   std::string str() const;                // "(None, 28, 28)"
 
  private:
+  std::size_t checked_index(int i) const;
   std::vector<int64_t> dims_;
 };
 

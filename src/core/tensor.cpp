@@ -32,6 +32,13 @@ int64_t Shape::num_elements() const {
   return n;
 }
 
+std::size_t Shape::checked_index(int i) const {
+  if (i < -rank() || i >= rank())
+    throw ShapeError("Shape " + str() + ": index " + std::to_string(i) + " is outside [" + std::to_string(-rank()) + ", " +
+                     std::to_string(rank()) + ") for rank " + std::to_string(rank()));
+  return static_cast<std::size_t>(i < 0 ? i + rank() : i);
+}
+
 Shape Shape::with_batch(int64_t batch) const {
   std::vector<int64_t> d{batch};
   d.insert(d.end(), dims_.begin(), dims_.end());
@@ -53,12 +60,20 @@ std::string Shape::str() const {
   return s + ")";
 }
 
-Tensor::Tensor(Shape shape, DType dtype)
-    : type_{std::move(shape), dtype},
-      storage_(std::make_shared<std::vector<std::byte>>(type_.bytes())) {
-  for (int64_t d : type_.shape.dims())
-    if (d < 0) throw ShapeError("Tensor: dimensions must be non-negative, got " + type_.shape.str());
+namespace {
+// Checked before any allocation: a negative dimension would otherwise ask for ~2^64 bytes.
+Shape non_negative(Shape shape) {
+  for (std::size_t i = 0; i < shape.dims().size(); ++i)
+    if (shape.dims()[i] < 0)
+      throw ShapeError("Tensor: dimensions must be non-negative, got " + std::to_string(shape.dims()[i]) + " at axis " +
+                       std::to_string(i) + " (-1 means the batch dimension only in a model's symbolic shapes)");
+  return shape;
 }
+}  // namespace
+
+Tensor::Tensor(Shape shape, DType dtype)
+    : type_{non_negative(std::move(shape)), dtype},
+      storage_(std::make_shared<std::vector<std::byte>>(type_.bytes())) {}
 
 namespace {
 template <class T>

@@ -1,5 +1,8 @@
 // compile, fit, evaluate and predict: the loops around compiled steps.
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <utility>
 
@@ -25,6 +28,10 @@ struct Accumulator {
     return l;
   }
 };
+
+// verbose 1's live bar redraws its line with carriage returns, which in a log file or a pipe is
+// one long line of repeats: there, as Keras's verbose="auto" does, it prints one line per epoch.
+int progress_verbosity(int verbose) { return verbose == 1 && !isatty(fileno(stdout)) ? 2 : verbose; }
 
 // Copies batch b, staged by the prefetch thread, into the step's inputs: each device gets the
 // rows of the batch its program reads.
@@ -114,6 +121,10 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   if (o.validation_data) validation = *o.validation_data;
   if (o.validation_split > 0) {
     const auto split = static_cast<int64_t>(std::floor(double(data.size()) * (1.0 - o.validation_split)));
+    if (split < 1 || split == data.size())
+      throw ValueError("fit: validation_split " + std::to_string(o.validation_split) + " of " + std::to_string(data.size()) +
+                       " rows leaves " + std::to_string(split) + " rows for training and " +
+                       std::to_string(data.size() - split) + " for validation; each needs at least 1");
     validation = data.slice(split, data.size());
     data = data.slice(0, split);
   }
@@ -122,10 +133,11 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   data::Batcher batches(data, o.batch_size, o.shuffle, shuffle_seed);
   auto history = std::make_shared<History>();
   std::vector<CallbackPtr> callbacks;
-  if (o.verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>(std::cout));
+  const int verbose = progress_verbosity(o.verbose);
+  if (verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>(std::cout));
   callbacks.insert(callbacks.end(), o.callbacks.begin(), o.callbacks.end());
   callbacks.push_back(history);
-  const TrainParams params{o.epochs, batches.num_batches(), o.verbose};
+  const TrainParams params{o.epochs, batches.num_batches(), verbose};
   for (auto& c : callbacks) c->set_model(this), c->set_params(params);
 
   stop_training = false;
@@ -219,6 +231,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   return *history;
 }
 
+Logs Model::evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options) { return evaluate(Dataset(x, y), options); }
+
 Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   Impl& m = *impl_;
   m.settle_steps();
@@ -231,12 +245,13 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   feeder.start_epoch();
   m.begin_steps();
   std::vector<CallbackPtr> callbacks = o.callbacks;
-  if (o.verbose > 0) {
+  const int verbose = progress_verbosity(o.verbose);
+  if (verbose > 0) {
     auto bar = std::make_shared<ProgbarLogger>(std::cout);
     bar->set_test_steps(batches.num_batches());
     callbacks.insert(callbacks.begin(), bar);
   }
-  for (auto& c : callbacks) c->set_model(this), c->set_params({1, batches.num_batches(), o.verbose});
+  for (auto& c : callbacks) c->set_model(this), c->set_params({1, batches.num_batches(), verbose});
   for (auto& c : callbacks) c->on_test_begin({});
   Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
@@ -273,11 +288,11 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
   m.begin_steps();
   Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
   std::shared_ptr<ProgbarLogger> bar;
-  if (o.verbose > 0) {
+  if (const int verbose = progress_verbosity(o.verbose); verbose > 0) {
     bar = std::make_shared<ProgbarLogger>(std::cout);
     bar->set_test_steps(batches.num_batches());
     bar->set_model(this);
-    bar->set_params({1, batches.num_batches(), o.verbose});
+    bar->set_params({1, batches.num_batches(), verbose});
     bar->on_predict_begin({});
   }
   std::size_t offset = 0;
