@@ -112,7 +112,7 @@ struct ModelCheckpointOptions {
   bool save_weights_only = false;     // save_weights (path must end in ".weights.h5"), else the whole model
   std::string mode = "auto";          // "min", "max", or "auto": max for accuracy/AUC-like names, else min
   SaveFreq save_freq = "epoch";
-  std::optional<double> initial_value_threshold;  // the best value to beat at the start
+  std::optional<double> initial_value_threshold{};  // the best value to beat at the start
 };
 
 // keras.callbacks.ModelCheckpoint. `filepath` is a Python format string filled with `epoch` (from
@@ -136,7 +136,7 @@ struct EarlyStoppingOptions {
   int patience = 0;                     // epochs without improvement before stopping
   int verbose = 0;                      // 1 prints "Epoch N: early stopping" and the restore
   std::string mode = "auto";            // "min", "max", or "auto" (as ModelCheckpoint)
-  std::optional<double> baseline;       // the patience counter resets only on values that beat it
+  std::optional<double> baseline{};       // the patience counter resets only on values that beat it
   bool restore_best_weights = false;    // at the end of fit, the weights of the best epoch
   int start_from_epoch = 0;             // epochs before this are not monitored (a warm-up)
 };

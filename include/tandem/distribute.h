@@ -52,7 +52,7 @@ struct PipelineOptions {
   // from layer dense_2 on). Empty: `stages` stages (0: one per device) cut where the estimated
   // cost of forward and backward (their FLOPs) balances. With virtual_stages = v the model is
   // cut into stages · v chunks (boundaries then name the first layer of each chunk after the first).
-  std::vector<std::string> boundaries;
+  std::vector<std::string> boundaries{};
   int64_t stages = 0;
   int64_t virtual_stages = 1;  // chunks per device, for the Interleaved schedule
   // Each batch is cut into this many micro-batches; the gradients of all of them make one update,
@@ -76,7 +76,7 @@ struct ModelSplitOptions {
   // Layer name -> device ({{"dense_2", "cpu:1"}}). A layer not named runs where the nearest named
   // layer before it runs (the first device if none is). Empty: the layers are cut into one
   // contiguous range per device with the parameter bytes balanced.
-  std::map<std::string, std::string> placement;
+  std::map<std::string, std::string> placement{};
   int64_t timeout_ms = 60000;  // a transfer between devices that waits longer raises an error
 };
 
@@ -88,9 +88,9 @@ StrategyPtr ModelSplit(const std::vector<std::string>& devices, const ModelSplit
 // Keras 3's distribution API. A mesh of devices with named axes: shape {2, 2} with axes
 // {"batch", "model"} over 4 devices, device (i, j) = devices[i·2 + j].
 struct DeviceMesh {
-  std::vector<int64_t> shape;
-  std::vector<std::string> axis_names;
-  std::vector<std::string> devices;
+  std::vector<int64_t> shape{};
+  std::vector<std::string> axis_names{};
+  std::vector<std::string> devices{};
 };
 
 // For each axis of a weight, the mesh axis it is split over, or "" where it is whole: a Dense

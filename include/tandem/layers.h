@@ -11,7 +11,7 @@ struct DenseOptions {
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
-  std::string name;
+  std::string name{};
 };
 // y = activation(x · kernel + bias); kernel (in, units), bias (units). activation "" = linear.
 LayerRef Dense(int64_t units, const std::string& activation = "", const DenseOptions& options = {});

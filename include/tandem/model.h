@@ -34,25 +34,25 @@ struct LossArg {
 
 struct CompileOptions {
   OptimizerArg optimizer = "rmsprop";
-  LossArg loss;
-  std::vector<std::string> metrics;  // "accuracy", "mae", "mse", ...
-  distribute::StrategyPtr strategy;  // Default() when empty
+  LossArg loss{};
+  std::vector<std::string> metrics{}; // "accuracy", "mae", "mse", ...
+  distribute::StrategyPtr strategy{}; // Default() when empty
 };
 
 struct FitOptions {
   int epochs = 1;
   int64_t batch_size = 32;
   bool shuffle = true;
-  std::optional<Dataset> validation_data;
+  std::optional<Dataset> validation_data{};
   double validation_split = 0.0;  // the last fraction of the data, taken before shuffling
   // 0 silent, 1 progress bar, 2 one line per epoch. When standard output is not a terminal (a log
   // file, a pipe), 1 prints as 2 does, as Keras's verbose="auto" does.
   int verbose = 1;
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks{};
   int initial_epoch = 0;
   // When set, the training step with index trace_step (counted from 0 in this fit) is recorded
   // and written to this path as a Chrome trace (open it in ui.perfetto.dev or chrome://tracing).
-  std::string trace_path;
+  std::string trace_path{};
   int64_t trace_step = 1;
 };
 
@@ -63,18 +63,18 @@ struct FitProgress {
   int64_t steps = 0;                // training steps finished, all epochs (counting resumed runs)
   uint64_t shuffle_seed = 0;        // the seed fit() gave its batch shuffler
   double loss_sum = 0;              // this epoch so far: sum of batch loss * batch rows,
-  std::vector<double> metric_sums;  // each compiled metric's sum,
+  std::vector<double> metric_sums{}; // each compiled metric's sum,
   int64_t rows = 0;                 // and the rows they cover
   // The History of the epochs finished before `epoch` (read by resume_fit; fit_progress() leaves
   // them empty).
-  std::vector<int> history_epochs;
-  std::map<std::string, std::vector<double>> history;
+  std::vector<int> history_epochs{};
+  std::map<std::string, std::vector<double>> history{};
 };
 
 struct EvaluateOptions {
   int64_t batch_size = 32;
   int verbose = 1;
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks{};
 };
 
 struct PredictOptions {

@@ -31,7 +31,7 @@ using SchedulePtr = std::shared_ptr<const LearningRateSchedule>;
 //   global_clipnorm  all gradients rescaled together to a joint L2 norm of at most this
 //   clipvalue        each gradient element clipped to [-clipvalue, clipvalue]
 struct GradientClipping {
-  std::optional<double> clipnorm, global_clipnorm, clipvalue;
+  std::optional<double> clipnorm{}, global_clipnorm{}, clipvalue{};
 };
 
 // What an optimizer's learning_rate argument takes: a number or a schedule.
@@ -91,10 +91,10 @@ using OptimizerPtr = std::shared_ptr<Optimizer>;
 
 namespace optimizers {
 
-struct SGDOptions { double momentum = 0.0; bool nesterov = false; GradientClipping clipping; };
-struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping; };
-struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping; };
-struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; GradientClipping clipping; };
+struct SGDOptions { double momentum = 0.0; bool nesterov = false; GradientClipping clipping{}; };
+struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
+struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
+struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; GradientClipping clipping{}; };
 
 OptimizerPtr SGD(const LearningRate& learning_rate = 0.01, const SGDOptions& options = {});
 OptimizerPtr Adam(const LearningRate& learning_rate = 0.001, const AdamOptions& options = {});
@@ -113,7 +113,7 @@ SchedulePtr ExponentialDecay(double initial_learning_rate, int64_t decay_steps, 
 
 struct CosineDecayOptions {
   double alpha = 0.0;                   // the final rate as a fraction of the decay's starting rate
-  std::optional<double> warmup_target;  // with warmup: the rate reached after warmup_steps
+  std::optional<double> warmup_target{}; // with warmup: the rate reached after warmup_steps
   int64_t warmup_steps = 0;
 };
 // Without warmup: initial · ((1 − alpha) · ½(1 + cos(π · min(step, decay_steps) / decay_steps)) + alpha).

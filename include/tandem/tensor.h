@@ -44,7 +44,7 @@ class Shape {
 };
 
 struct TensorType {
-  Shape shape;
+  Shape shape{};
   DType dtype = DType::F32;
   std::size_t bytes() const { return static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype); }
   bool operator==(const TensorType& o) const { return shape == o.shape && dtype == o.dtype; }

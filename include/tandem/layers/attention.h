@@ -9,7 +9,7 @@ namespace tandem::layers {
 
 struct EmbeddingOptions {
   std::string embeddings_initializer = "uniform";  // RandomUniform(−0.05, 0.05), as Keras
-  std::string name;
+  std::string name{};
 };
 // Maps integer ids (any shape) to rows of the weight `embeddings` (input_dim, output_dim): output
 // shape ids.shape + (output_dim). Float ids are truncated to int32 first, as Keras does. An id
@@ -25,7 +25,7 @@ LayerRef Multiply(const std::string& name = "");
 
 struct ConcatenateOptions {
   int64_t axis = -1;  // counts the batch axis, like Keras; the batch axis itself cannot be joined
-  std::string name;
+  std::string name{};
 };
 // Joins a list of inputs along `axis`; every other dimension must match.
 LayerRef Concatenate(const ConcatenateOptions& options = {});
@@ -34,13 +34,13 @@ struct MultiHeadAttentionOptions {
   int64_t value_dim = 0;     // per-head size of the value projection; 0 means key_dim
   double dropout = 0.0;      // on the attention probabilities, during training only
   bool use_bias = true;
-  Shape output_shape;        // per-position output shape; empty means the query's last dimension
+  Shape output_shape{};       // per-position output shape; empty means the query's last dimension
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
   // Keras takes use_causal_mask as a call argument; here it is fixed when the layer is made. As in
   // Keras, query i attends to keys j <= i (the mask is aligned at the first position).
   bool use_causal_mask = false;
-  std::string name;
+  std::string name{};
 };
 // Keras 3's MultiHeadAttention on rank-3 inputs, called as mha({query, value}) or
 // mha({query, value, key}) with query (batch, T, dq), value (batch, S, dv), key (batch, S, dk)
@@ -56,7 +56,7 @@ LayerRef MultiHeadAttention(int64_t num_heads, int64_t key_dim, const MultiHeadA
 
 struct PositionEmbeddingOptions {
   std::string initializer = "glorot_uniform";
-  std::string name;
+  std::string name{};
 };
 // keras_hub's PositionEmbedding: a learned weight `embeddings` (sequence_length, features). Called
 // on x (batch, ..., T, features) with T <= sequence_length, it returns the first T rows broadcast to

@@ -23,20 +23,20 @@ struct Conv2DOptions {
   Int2 strides = 1;
   std::string padding = "valid";  // "valid" or "same" (output = ceil(input / stride), TF padding)
   Int2 dilation_rate = 1;
-  std::string activation;         // "" = linear; the names Dense accepts
+  std::string activation{};        // "" = linear; the names Dense accepts
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
-  std::string name;
+  std::string name{};
 };
 // 2-D convolution: kernel (kh, kw, in_channels, filters), bias (filters).
 // Conv2D(32, 3, {.activation = "relu"}), Conv2D(64, {3, 5}, {.strides = 2, .padding = "same"}).
 LayerRef Conv2D(int64_t filters, Int2 kernel_size, const Conv2DOptions& options = {});
 
 struct Pooling2DOptions {
-  Int2 strides;                   // not given: pool_size
+  Int2 strides{};                 // not given: pool_size
   std::string padding = "valid";  // "valid" or "same"; padded positions never count
-  std::string name;
+  std::string name{};
 };
 // Max over each window. The gradient goes to the first maximal element of a window (row-major).
 LayerRef MaxPooling2D(Int2 pool_size = 2, const Pooling2DOptions& options = {});
@@ -45,7 +45,7 @@ LayerRef AveragePooling2D(Int2 pool_size = 2, const Pooling2DOptions& options = 
 
 struct GlobalPooling2DOptions {
   bool keepdims = false;  // true: (batch, 1, 1, channels); false: (batch, channels)
-  std::string name;
+  std::string name{};
 };
 LayerRef GlobalAveragePooling2D(const GlobalPooling2DOptions& options = {});
 

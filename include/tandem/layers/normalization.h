@@ -17,7 +17,7 @@ struct BatchNormalizationOptions {
   std::string gamma_initializer = "ones";
   std::string moving_mean_initializer = "zeros";
   std::string moving_variance_initializer = "ones";
-  std::string name;
+  std::string name{};
 };
 // Training (fit): normalises with the batch mean and biased variance over every axis but `axis`
 // and updates the moving statistics. Inference (evaluate, predict): uses the moving statistics.
@@ -32,7 +32,7 @@ struct LayerNormalizationOptions {
   bool scale = true;
   std::string beta_initializer = "zeros";
   std::string gamma_initializer = "ones";
-  std::string name;
+  std::string name{};
 };
 // Normalises each sample along the last axis: gamma·(x − mean)/sqrt(var + epsilon) + beta, with the
 // biased variance; the same in training and inference. Weights gamma, beta of shape (last dim,).
