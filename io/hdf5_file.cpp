@@ -364,7 +364,8 @@ void H5File::read_dataset_into(const std::string& path, Tensor& out) const {
   const DatasetInfo info = dataset_info(path);
   if (info.dims != out.shape().dims())
     throw Error(path_ + ": " + absolute(path) + ": expected shape " + out.shape().str() + ", got " + info.shape_str());
-  if (!info.dtype) throw Error(path_ + ": " + absolute(path) + ": cannot read a dataset of type " + info.type_name);
+  // uint8 (images) has no tensor dtype of its own but converts exactly into any of them.
+  if (!info.dtype && info.type_name != "uint8") throw Error(path_ + ": " + absolute(path) + ": cannot read a dataset of type " + info.type_name);
   if (out.size() == 0) return;
   quiet();
   Handle ds(H5Dopen2(id_, path.c_str(), H5P_DEFAULT), H5Dclose);

@@ -54,7 +54,8 @@ class H5File {
   DatasetInfo dataset_info(const std::string& path) const;
   // Reads a dataset of a supported dtype into a new tensor of its own shape and dtype.
   Tensor read_dataset(const std::string& path) const;
-  // Reads into `out`, whose shape must equal the dataset's; converts between numeric types.
+  // Reads into `out`, whose shape must equal the dataset's; converts between numeric types (the
+  // four tensor dtypes, and uint8).
   void read_dataset_into(const std::string& path, Tensor& out) const;
   std::optional<std::string> read_string_attribute(const std::string& object, const std::string& name) const;
   // A list of strings (h5py's arrays of str, as Keras's legacy files name layers and weights); an

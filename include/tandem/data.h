@@ -1,8 +1,10 @@
-// In-memory datasets and the Fashion-MNIST loader.
+// In-memory datasets and the Fashion-MNIST loader; tandem/data_files.h reads CSV, HDF5 and images.
 #pragma once
 
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tandem/tensor.h"
 
@@ -14,12 +16,38 @@ class Dataset {
   Dataset() = default;
   Dataset(Tensor x, Tensor y);  // throws ValueError naming both lengths if they differ
 
+  // From arrays the caller holds (row-major, rows first), copied: x_shape and y_shape say how
+  // many values each holds. X and Y are float, double, int32_t or int64_t. A vector whose size is
+  // not its shape's element count raises ShapeError naming x or y, both counts and the shape.
+  template <class X, class Y>
+  static Dataset from_arrays(const std::vector<X>& x, Shape x_shape, const std::vector<Y>& y, Shape y_shape) {
+    return from_spans(std::span<const X>(x), std::move(x_shape), std::span<const Y>(y), std::move(y_shape));
+  }
+  // The same from pointers: x holds x_shape.num_elements() values, y y_shape's (not null unless 0).
+  template <class X, class Y>
+  static Dataset from_arrays(const X* x, Shape x_shape, const Y* y, Shape y_shape) {
+    check_pointer(x, x_shape, "x"), check_pointer(y, y_shape, "y");
+    const auto nx = static_cast<std::size_t>(x_shape.num_elements()), ny = static_cast<std::size_t>(y_shape.num_elements());
+    return from_spans(std::span<const X>(x, nx), std::move(x_shape), std::span<const Y>(y, ny), std::move(y_shape));
+  }
+
   int64_t size() const { return x_.empty() ? 0 : x_.shape()[0]; }
   const Tensor& x() const { return x_; }
   const Tensor& y() const { return y_; }
   Dataset slice(int64_t begin, int64_t end) const;  // rows [begin, end), copied
 
  private:
+  template <class X, class Y>
+  static Dataset from_spans(std::span<const X> x, Shape x_shape, std::span<const Y> y, Shape y_shape) {
+    return Dataset(tensor_from(x, std::move(x_shape), "x"), tensor_from(y, std::move(y_shape), "y"));
+  }
+  template <class T>
+  static Tensor tensor_from(std::span<const T> values, Shape shape, const char* what) {
+    check_count(values.size(), shape, what);
+    return Tensor::from(std::move(shape), values);
+  }
+  static void check_count(std::size_t count, const Shape& shape, const char* what);
+  static void check_pointer(const void* p, const Shape& shape, const char* what);
   Tensor x_, y_;
 };
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "tandem/data.h"
@@ -13,6 +14,21 @@ Dataset::Dataset(Tensor x, Tensor y) : x_(std::move(x)), y_(std::move(y)) {
   if (x_.shape()[0] != y_.shape()[0])
     throw ValueError("Dataset: x has " + std::to_string(x_.shape()[0]) + " rows but y has " +
                      std::to_string(y_.shape()[0]) + "; they must match");
+}
+
+void Dataset::check_count(std::size_t count, const Shape& shape, const char* what) {
+  for (const int64_t d : shape.dims())
+    if (d < 0) throw ShapeError(std::string("Dataset::from_arrays: ") + what + " shape " + shape.str() + " has a negative dimension");
+  if (static_cast<int64_t>(count) != shape.num_elements())
+    throw ShapeError(std::string("Dataset::from_arrays: ") + what + " has " + std::to_string(count) + " values but its shape " +
+                     shape.str() + " holds " + std::to_string(shape.num_elements()));
+}
+
+void Dataset::check_pointer(const void* p, const Shape& shape, const char* what) {
+  check_count(static_cast<std::size_t>(std::max<int64_t>(0, shape.num_elements())), shape, what);  // negative dims
+  if (!p && shape.num_elements() > 0)
+    throw ValueError(std::string("Dataset::from_arrays: ") + what + " is a null pointer but its shape " + shape.str() + " holds " +
+                     std::to_string(shape.num_elements()) + " values");
 }
 
 Dataset Dataset::slice(int64_t begin, int64_t end) const {
