@@ -18,9 +18,9 @@ struct CsvOptions {
   CsvColumn label_column = int64_t{-1};  // -1: the last column
   bool header = true;                    // the first record names the columns
   char delimiter = ',';
-  std::vector<CsvColumn> select_columns;  // the feature columns, in this order; empty: all but the label
+  std::vector<CsvColumn> select_columns{};  // the feature columns, in this order; empty: all but the label
   // The targets' dtype. Empty: int32 when every label is an integer, float32 otherwise.
-  std::optional<DType> label_dtype;
+  std::optional<DType> label_dtype{};
 };
 
 // A numeric CSV file (RFC 4180 quoting) as x float32 (N, features) and y (N,). Errors name the

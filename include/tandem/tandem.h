@@ -3,6 +3,7 @@
 
 #include "tandem/callbacks.h"
 #include "tandem/data.h"
+#include "tandem/data_files.h"
 #include "tandem/distribute.h"
 #include "tandem/errors.h"
 #include "tandem/layer.h"

@@ -14,6 +14,7 @@ void options_check() {
   [[maybe_unused]] tandem::EvaluateOptions evaluate{.batch_size = 8};
   [[maybe_unused]] tandem::PredictOptions predict{.batch_size = 8};
   [[maybe_unused]] tandem::TensorType type{.dtype = tandem::DType::F64};
+  [[maybe_unused]] tandem::datasets::CsvOptions csv_file{.header = false};
   [[maybe_unused]] tandem::TrainingState state{.epoch = 1};
   [[maybe_unused]] tandem::TrainParams params{.epochs = 2};
   [[maybe_unused]] tandem::callbacks::ModelCheckpointOptions checkpoint{.monitor = "loss"};
