@@ -32,3 +32,30 @@ Dataset from_csv(const std::string& path, const CsvOptions& options = {});
 Dataset from_hdf5(const std::string& path, const std::string& x_dataset = "x", const std::string& y_dataset = "y");
 
 }  // namespace tandem::datasets
+
+namespace tandem::datasets {
+
+// keras.utils.image_dataset_from_directory's options, for a folder with one subfolder per class.
+struct ImageDirectoryOptions {
+  std::string label_mode = "int";            // "int": int32 class ids; "categorical": float32 one-hot
+  std::vector<std::string> class_names{};    // the classes and their order; empty: the subfolders, sorted
+  std::string color_mode = "rgb";            // "rgb" (3 channels), "grayscale" (1) or "rgba" (4)
+  int64_t image_height = 256, image_width = 256;  // every image is resized to this (Keras's image_size)
+  bool shuffle = true;                       // the files' order, before the validation split
+  uint64_t seed = 0;
+  double validation_split = 0.0;             // the last fraction of the (shuffled) files
+};
+
+// The images of a folder's class subfolders as x float32 (N, height, width, channels) with values
+// 0..255 and labels by subfolder. Files are taken as Keras does: classes in order, files sorted
+// within each; names that are not .png, .jpg or .jpeg are skipped. Images are resized with
+// bilinear interpolation on half-pixel centres, edges clamped, no antialiasing (tf.image.resize, as
+// Keras does); grayscale is ITU-R 601-2 luma, rounded, computed before resizing.
+struct ImageDirectory {
+  Dataset training;
+  Dataset validation;  // empty when validation_split is 0
+  std::vector<std::string> class_names;
+};
+ImageDirectory image_dataset_from_directory(const std::string& directory, const ImageDirectoryOptions& options = {});
+
+}  // namespace tandem::datasets
