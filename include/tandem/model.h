@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tandem/augmentation.h"
 #include "tandem/callbacks.h"
 #include "tandem/data.h"
 #include "tandem/distribute.h"
@@ -50,6 +51,9 @@ struct FitOptions {
   int verbose = 1;
   std::vector<CallbackPtr> callbacks{};
   int initial_epoch = 0;
+  // Applied in order to each training row as its batch is staged (not to validation data):
+  // datasets::random_flip, random_translation, normalization or your own (tandem/augmentation.h).
+  std::vector<datasets::RowTransform> transforms{};
   // When set, the training step with index trace_step (counted from 0 in this fit) is recorded
   // and written to this path as a Chrome trace (open it in ui.perfetto.dev or chrome://tracing).
   std::string trace_path{};

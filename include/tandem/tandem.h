@@ -1,6 +1,7 @@
 // Tandem: a Keras-style training framework. Include this one header.
 #pragma once
 
+#include "tandem/augmentation.h"
 #include "tandem/callbacks.h"
 #include "tandem/data.h"
 #include "tandem/data_files.h"

@@ -17,9 +17,13 @@ void copy(std::byte* dst, const std::byte* src, std::size_t n) {
 }
 }  // namespace
 
-Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed)
-    : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
+Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
+                 std::vector<datasets::RowTransform> transforms)
+    : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), transforms_(std::move(transforms)) {
   if (batch_size < 1) throw ValueError("Batcher: batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (!transforms_.empty() && data_.x().dtype() != DType::F32)
+    throw ValueError(std::string("transforms: they change float32 x, but x is ") + dtype_name(data_.x().dtype()) +
+                     " (the model's input dtype)");
   if (const auto n = static_cast<std::size_t>(data_.size())) {
     x_row_bytes_ = data_.x().bytes() / n;
     y_row_bytes_ = data_.y().bytes() / n;
@@ -29,6 +33,7 @@ Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t
 }
 
 void Batcher::start_epoch(int epoch) {
+  epoch_ = epoch;
   std::iota(order_.begin(), order_.end(), int64_t{0});
   if (!shuffle_) return;
   // Our own Fisher-Yates: std::shuffle's output differs between standard libraries.
@@ -54,14 +59,23 @@ void Batcher::gather(int64_t b, void* x_out, void* y_out) const {
   if (!shuffle_) {  // rows are contiguous, so one copy each
     copy(xd, xs + x_row_bytes_ * static_cast<std::size_t>(first), x_row_bytes_ * static_cast<std::size_t>(rows));
     if (yd) copy(yd, ys + y_row_bytes_ * static_cast<std::size_t>(first), y_row_bytes_ * static_cast<std::size_t>(rows));
-    return;
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto src = static_cast<std::size_t>(order_[static_cast<std::size_t>(first + r)]);
+      const auto dst = static_cast<std::size_t>(r);
+      copy(xd + dst * x_row_bytes_, xs + src * x_row_bytes_, x_row_bytes_);
+      if (yd) copy(yd + dst * y_row_bytes_, ys + src * y_row_bytes_, y_row_bytes_);
+    }
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto src = static_cast<std::size_t>(order_[static_cast<std::size_t>(first + r)]);
-    const auto dst = static_cast<std::size_t>(r);
-    copy(xd + dst * x_row_bytes_, xs + src * x_row_bytes_, x_row_bytes_);
-    if (yd) copy(yd + dst * y_row_bytes_, ys + src * y_row_bytes_, y_row_bytes_);
-  }
+  if (transforms_.empty()) return;
+  for (int64_t r = 0; r < rows; ++r) transform(xd + static_cast<std::size_t>(r) * x_row_bytes_, order_[static_cast<std::size_t>(first + r)]);
+}
+
+void Batcher::transform(std::byte* x_row, int64_t source_row) const {
+  const Shape row_shape = data_.x().shape().without_batch();
+  std::span<float> x(reinterpret_cast<float*>(x_row), x_row_bytes_ / sizeof(float));
+  std::mt19937_64 random(rng::hash(seed_, 0x617567ull /* "aug" */, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(source_row)));
+  for (const datasets::RowTransform& t : transforms_) t(x, row_shape, random);
 }
 
 }  // namespace tandem::data

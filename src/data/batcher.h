@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tandem/augmentation.h"
 #include "tandem/data.h"
 
 namespace tandem::data {
@@ -12,7 +13,10 @@ namespace tandem::data {
 // that depends only on (seed, epoch).
 class Batcher {
  public:
-  Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed);  // batch_size >= 1
+  // batch_size >= 1. `transforms` change each gathered row of x in place (x must be float32), with
+  // draws from (seed, epoch, the row's index in data).
+  Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
+          std::vector<datasets::RowTransform> transforms = {});
   void start_epoch(int epoch);          // computes this epoch's order (identity if !shuffle)
   int64_t num_batches() const;          // ceil(size / batch_size)
   int64_t batch_rows(int64_t b) const;  // batch_size, or fewer for the last partial batch
@@ -22,12 +26,15 @@ class Batcher {
   void gather(int64_t b, void* x_out, void* y_out) const;
 
  private:
+  void transform(std::byte* x_row, int64_t source_row) const;
   Dataset data_;  // shares the tensors' storage, so this copy is cheap and cannot dangle
   int64_t batch_size_;
   bool shuffle_;
   uint64_t seed_;
   std::size_t x_row_bytes_ = 0, y_row_bytes_ = 0;
   std::vector<int64_t> order_;
+  std::vector<datasets::RowTransform> transforms_;
+  int epoch_ = 0;
 };
 
 }  // namespace tandem::data

@@ -130,7 +130,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   }
 
   const uint64_t shuffle_seed = next_seed();
-  data::Batcher batches(data, o.batch_size, o.shuffle, shuffle_seed);
+  data::Batcher batches(data, o.batch_size, o.shuffle, shuffle_seed, o.transforms);
   auto history = std::make_shared<History>();
   std::vector<CallbackPtr> callbacks;
   const int verbose = progress_verbosity(o.verbose);
@@ -155,7 +155,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     if (resume->metric_sums.size() != m.metrics.size())
       throw ValueError(where + "the saved progress has " + std::to_string(resume->metric_sums.size()) + " metrics, the model is compiled with " +
                        std::to_string(m.metrics.size()));
-    if (resume->shuffle_seed != shuffle_seed) batches = data::Batcher(data, o.batch_size, o.shuffle, resume->shuffle_seed);
+    if (resume->shuffle_seed != shuffle_seed) batches = data::Batcher(data, o.batch_size, o.shuffle, resume->shuffle_seed, o.transforms);
     history->epoch = std::move(resume->history_epochs);
     history->history = std::move(resume->history);
     progress_ = std::move(*resume);
