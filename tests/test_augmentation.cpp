@@ -52,6 +52,18 @@ TEST_CASE("random_flip mirrors the width axis exactly when the first draw is bel
   CHECK_THROWS_WITH_AS(td::random_flip("diagonal"), doctest::Contains("got \"diagonal\""), tandem::ValueError);
 }
 
+TEST_CASE("random_flip \"vertical\" mirrors the height axis (an odd middle row stays) on the first draw") {
+  const Shape row{3, 2, 1};
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    std::vector<float> x = ramp(6);
+    std::mt19937_64 g(seed);
+    td::random_flip("vertical")(x, row, g);
+    const bool flip = first_uniform(seed) < 0.5;
+    for (int64_t y = 0; y < 3; ++y)
+      for (int64_t c = 0; c < 2; ++c) CHECK(x[std::size_t(y * 2 + c)] == float(((flip ? 2 - y : y) * 2 + c) + 1));
+  }
+}
+
 TEST_CASE("random_translation shifts by round((2u - 1) · factor · size) whole pixels and fills with 0") {
   const Shape row{4, 5, 1};
   for (uint64_t seed = 0; seed < 20; ++seed) {

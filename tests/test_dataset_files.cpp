@@ -101,9 +101,12 @@ TEST_CASE("from_hdf5 reads h5py's float64/int64 and uint8 datasets") {
 
 TEST_CASE("from_hdf5 errors name the dataset and what it is") {
   const std::string file = kDir + "arrays.h5";
-  CHECK_THROWS_WITH_AS(tandem::datasets::from_hdf5(file, "nope", "y"), doctest::Contains("nope"), tandem::Error);
-  CHECK_THROWS_WITH_AS(tandem::datasets::from_hdf5(file, "group", "y"), doctest::Contains("group"), tandem::Error);
-  CHECK_THROWS_WITH_AS(tandem::datasets::from_hdf5(file, "ragged", "y"), doctest::Contains("3"), tandem::Error);
+  CHECK_THROWS_WITH_AS(tandem::datasets::from_hdf5(file, "nope", "y"), doctest::Contains("no dataset \"nope\" for x"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::datasets::from_hdf5(file, "group", "y"), doctest::Contains("no dataset \"group\" for x (it is a group)"),
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::datasets::from_hdf5(file, "ragged", "y"),
+                       doctest::Contains("dataset \"ragged\" has shape (3, 2) but \"y\" has shape (5,); their first dimensions (rows) must match"),
+                       tandem::ShapeError);
 }
 
 TEST_CASE("Dataset::from_arrays copies vectors and pointers and names a size mismatch") {

@@ -16,13 +16,15 @@ void check_image_row(const Shape& row, const char* who) {
     throw ShapeError(std::string(who) + ": expected rows of shape (height, width, channels), got " + row.str());
 }
 
+// Swaps mirrored pixels in place: the first half of the axis with the second.
 void flip_axis(std::span<float> x, const Shape& row, int axis) {
   const int64_t h = row[0], w = row[1], c = row[2];
-  std::vector<float> copy(x.begin(), x.end());
-  for (int64_t y = 0; y < h; ++y)
-    for (int64_t xx = 0; xx < w; ++xx) {
-      const int64_t sy = axis == 0 ? h - 1 - y : y, sx = axis == 1 ? w - 1 - xx : xx;
-      std::copy_n(&copy[static_cast<std::size_t>((sy * w + sx) * c)], c, &x[static_cast<std::size_t>((y * w + xx) * c)]);
+  const int64_t rows = axis == 0 ? h / 2 : h, cols = axis == 1 ? w / 2 : w;
+  for (int64_t y = 0; y < rows; ++y)
+    for (int64_t xx = 0; xx < cols; ++xx) {
+      const int64_t my = axis == 0 ? h - 1 - y : y, mx = axis == 1 ? w - 1 - xx : xx;
+      std::swap_ranges(&x[static_cast<std::size_t>((y * w + xx) * c)], &x[static_cast<std::size_t>((y * w + xx) * c)] + c,
+                       &x[static_cast<std::size_t>((my * w + mx) * c)]);
     }
 }
 

@@ -19,7 +19,8 @@ void copy(std::byte* dst, const std::byte* src, std::size_t n) {
 
 Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
                  std::vector<datasets::RowTransform> transforms)
-    : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), transforms_(std::move(transforms)) {
+    : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), transforms_(std::move(transforms)),
+      row_shape_(data_.x().shape().without_batch()) {
   if (batch_size < 1) throw ValueError("Batcher: batch_size must be >= 1, got " + std::to_string(batch_size));
   if (!transforms_.empty() && data_.x().dtype() != DType::F32)
     throw ValueError(std::string("transforms: they change float32 x, but x is ") + dtype_name(data_.x().dtype()) +
@@ -72,10 +73,9 @@ void Batcher::gather(int64_t b, void* x_out, void* y_out) const {
 }
 
 void Batcher::transform(std::byte* x_row, int64_t source_row) const {
-  const Shape row_shape = data_.x().shape().without_batch();
   std::span<float> x(reinterpret_cast<float*>(x_row), x_row_bytes_ / sizeof(float));
   std::mt19937_64 random(rng::hash(seed_, 0x617567ull /* "aug" */, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(source_row)));
-  for (const datasets::RowTransform& t : transforms_) t(x, row_shape, random);
+  for (const datasets::RowTransform& t : transforms_) t(x, row_shape_, random);
 }
 
 }  // namespace tandem::data

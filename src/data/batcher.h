@@ -34,6 +34,7 @@ class Batcher {
   std::size_t x_row_bytes_ = 0, y_row_bytes_ = 0;
   std::vector<int64_t> order_;
   std::vector<datasets::RowTransform> transforms_;
+  Shape row_shape_;  // x's row shape, what each transform is told
   int epoch_ = 0;
 };
 

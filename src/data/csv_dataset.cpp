@@ -100,7 +100,7 @@ Dataset from_csv(const std::string& path, const CsvOptions& o) {
   bool all_integer = true;
   for (std::size_t r = 0; r < records.size(); ++r) {
     for (std::size_t f = 0; f < features.size(); ++f)
-      xv[r * features.size() + f] = static_cast<float>(parse(path, records[r], features[f], names).as_float);
+      xv[r * features.size() + f] = parse(path, records[r], features[f], names).as_float;
     const Number l = parse(path, records[r], label, names);
     labels[r] = l.value;
     all_integer = all_integer && l.integer && std::abs(l.value) <= double(std::numeric_limits<int32_t>::max());
