@@ -2,6 +2,7 @@
 // lowering pass (compile/lower.h) does the rest. It owns no kernels.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,13 +45,29 @@ class Strategy {
   // runs everywhere.
   virtual PlacementTable placement(const graph::Graph& /*g*/) const { return {}; }
   // Threads for each device's own pool: the machine's cores shared by the devices.
-  int threads_per_device() const;
+  virtual int threads_per_device() const;
+
+  // Processes that train together (MultiWorkerMirrored): each runs the programs of its own
+  // devices, and what the host reads after a step is combined with the other workers'.
+  virtual int workers() const { return 1; }
+  // In place: the sums over the workers, the same bits on every worker.
+  virtual void sum_over_workers(std::vector<double>& /*values*/) const {}
+  // The chief's bytes, on every worker.
+  virtual void from_chief(void* /*data*/, std::size_t /*bytes*/) const {}
+  // `host` holds this worker's rows of a value split by rows over the devices of every worker
+  // (`layout`, rows of `row_bytes`); fills in the other workers' rows.
+  virtual void gather_rows(std::byte* /*host*/, std::size_t /*row_bytes*/, const graph::Layout& /*layout*/) const {}
 };
 
 // A feed split by rows over the `k` devices that share it (the first rows % k take one more).
 // Fewer rows than devices is a ValueError: "<strategy>: a <what> of R rows cannot be split
 // <across>; use <what>es of at least k rows".
 graph::Layout split_rows(const graph::Node& feed, int k, const std::string& strategy, const std::string& what, const std::string& across);
+
+// Data parallel lowering (Mirrored's): every node on every one of `devices`, the batch split by
+// rows, gradients summed in buckets that start while backward runs.
+compile::Plan lower_data_parallel(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches, const std::string& strategy,
+                                  const std::vector<std::string>& devices, std::size_t bucket_bytes, bool all_reduce_bf16);
 
 // `devices` in canonical form ("cpu" -> "cpu:0"); an empty list or one naming a device twice is
 // a ValueError that names `strategy`.

@@ -9,7 +9,11 @@
 // training step (counted from the start of training, across restarts), just before the backup that
 // step would write. With RESUME_CHILD_STRATEGY=pipeline in the environment it trains under
 // Pipeline over cpu:0 and cpu:1 with 2 micro-batches instead of Default; with =mesh, under
-// ModelSplit over a 2×2 mesh (batch × model).
+// ModelSplit over a 2×2 mesh (batch × model); with =multiworker, under MultiWorkerMirrored (one
+// device per worker, started by mpirun), where only the chief writes OUT_FILE and
+// RESUME_CHILD_STOP_WORKER=W makes only worker W reach KILL_AT_STEP, which with
+// RESUME_CHILD_STOP_HOW=stop it reaches by stopping (SIGSTOP) instead of dying;
+// RESUME_CHILD_TIMEOUT_MS sets the strategy's timeout.
 #include <tandem/tandem.h>
 
 #include <signal.h>
@@ -39,20 +43,26 @@ tandem::Dataset make_data() {
 
 class KillAtStep : public tandem::Callback {
  public:
-  explicit KillAtStep(int64_t step) : step_(step) {}
+  KillAtStep(int64_t step, int signal) : step_(step), signal_(signal) {}
   void on_train_batch_end(int64_t, const tandem::Logs&) override {
-    if (model_->fit_progress().steps == step_) ::raise(SIGKILL);
+    if (model_->fit_progress().steps == step_) ::raise(signal_);
   }
 
  private:
   int64_t step_;
+  int signal_;
 };
+
+std::string env_or(const char* name, const char* otherwise) {
+  const char* v = std::getenv(name);
+  return v ? v : otherwise;
+}
 
 void write_raw(std::ofstream& out, const tandem::Tensor& t) { out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.bytes())); }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
     std::fprintf(stderr, "usage: resume_child BACKUP_DIR OUT_FILE [KILL_AT_STEP]\n");
     return 2;
@@ -62,23 +72,26 @@ int main(int argc, char** argv) {
   const tandem::Dataset data = make_data();
   tandem::Sequential model({tl::InputLayer({kFeatures}), tl::Dense(32, "relu"), tl::Dropout(0.25), tl::Dense(16, "relu"), tl::Dropout(0.1),
                             tl::Dense(kClasses)});
-  const char* env = std::getenv("RESUME_CHILD_STRATEGY");
-  const std::string name = env ? env : "";
+  const std::string name = env_or("RESUME_CHILD_STRATEGY", "");
   namespace dist = tandem::distribute;
   dist::StrategyPtr strategy = dist::Default();
   if (name == "pipeline") strategy = dist::Pipeline({"cpu:0", "cpu:1"}, {.micro_batches = 2});
   if (name == "mesh")  // Megatron's split of the first two layers, data parallel over the rows
     strategy = dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, {"cpu:0", "cpu:1", "cpu:2", "cpu:3"}},
                                 {{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}}});
+  if (name == "multiworker") strategy = dist::MultiWorkerMirrored({"cpu:0"}, {.timeout_ms = std::stoll(env_or("RESUME_CHILD_TIMEOUT_MS", "60000"))});
   model.compile({.optimizer = tandem::optimizers::Adam(3e-3),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                  .metrics = {"accuracy"},
                  .strategy = strategy});
   std::vector<tandem::CallbackPtr> callbacks;
-  if (argc == 4) callbacks.push_back(std::make_shared<KillAtStep>(std::stoll(argv[3])));
+  const std::string stopping = env_or("RESUME_CHILD_STOP_WORKER", "");
+  if (argc == 4 && (stopping.empty() || std::stoi(stopping) == dist::this_worker().rank))
+    callbacks.push_back(std::make_shared<KillAtStep>(std::stoll(argv[3]), env_or("RESUME_CHILD_STOP_HOW", "kill") == "stop" ? SIGSTOP : SIGKILL));
   callbacks.push_back(tandem::callbacks::BackupAndRestore(argv[1], {.save_freq = 7}));
   const tandem::History history =
       model.fit(data, {.epochs = 4, .batch_size = 32, .validation_split = 0.1, .verbose = 0, .callbacks = callbacks});
+  if (!dist::this_worker().chief()) return 0;
 
   std::ofstream out(argv[2], std::ios::binary | std::ios::trunc);
   for (const tandem::Tensor& w : model.get_weights()) write_raw(out, w);
@@ -94,4 +107,13 @@ int main(int argc, char** argv) {
   }
   out.close();
   return out ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "resume_child: %s\n", e.what());
+    return 1;
+  }
 }

@@ -4,24 +4,12 @@
 
 #include <cstring>
 
+#include "distribute/comm/bf16.h"
 #include "tandem/errors.h"
 
 namespace tandem::distribute::comm {
 
 namespace {
-uint16_t to_bf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u) return static_cast<uint16_t>(u >> 16);  // inf, nan
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 std::size_t chunk_begin(std::size_t count, int k, int c) { return count * static_cast<std::size_t>(c) / static_cast<std::size_t>(k); }
 int mod(int a, int k) { return ((a % k) + k) % k; }
 }  // namespace

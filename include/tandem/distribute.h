@@ -38,6 +38,31 @@ struct MirroredOptions {
 // each replica trains on its share of every batch and gradients are averaged by all-reduce.
 StrategyPtr Mirrored(const std::vector<std::string>& devices, const MirroredOptions& options = {});
 
+struct MultiWorkerMirroredOptions {
+  int64_t bucket_bytes = 25 << 20;  // gradients per all-reduce, as MirroredOptions
+  bool all_reduce_bf16 = false;     // send gradients as bfloat16, within and between workers
+  // A collective that waits longer raises an error naming the workers that did not answer; the
+  // process then ends the whole job (a collective between processes cannot be resumed).
+  int64_t timeout_ms = 60000;
+};
+
+// Data parallelism across processes (workers) started together by `mpirun -np N` or Slurm's
+// `srun`, each with its `local_devices` (the same count on every worker): Mirrored over every
+// device of every worker. Each worker reads its own rows of every batch (the shuffle is the
+// chief's), gradients are summed within each worker and then between workers over MPI, metrics
+// are summed over all of them, and the initial weights are the chief's (worker 0). Only the chief
+// prints progress and writes checkpoints; every worker can load them. A process started alone is
+// a single worker. Needs a build with MPI.
+StrategyPtr MultiWorkerMirrored(const std::vector<std::string>& local_devices = {"cpu:0"}, const MultiWorkerMirroredOptions& options = {});
+
+// This process among the workers it was started with (mpirun, srun): {0, 1} when started alone.
+struct Worker {
+  int rank = 0;
+  int count = 1;
+  bool chief() const { return rank == 0; }  // prints progress and writes checkpoints
+};
+Worker this_worker();
+
 enum class PipelineSchedule {
   GPipe,     // every micro-batch's forward, then every backward: M micro-batches in flight
   OneFOneB,  // PipeDream-flush: after a warm-up, one forward and one backward in turn; stage s of S

@@ -18,6 +18,7 @@
 
 #include "io/atomic_file.h"
 #include "tandem/callbacks.h"
+#include "tandem/distribute.h"
 #include "tandem/errors.h"
 #include "tandem/model.h"
 
@@ -82,27 +83,29 @@ class BackupAndRestoreCallback final : public Callback {
     history_epochs_.clear();
     history_.clear();
     weights_file_.clear();
-    remove_temporaries();
+    // Every worker restores from the chief's backup; only the chief writes and removes it.
+    writer_ = distribute::this_worker().chief();
+    if (writer_) remove_temporaries();
     if (fs::exists(state_path())) restore();
   }
 
   void on_train_batch_end(int64_t, const Logs&) override {
     if (o_.save_freq.per_epoch()) return;
     const FitProgress& at = model_->fit_progress();
-    if (at.steps % o_.save_freq.batches == 0) backup(at);
+    if (writer_ && at.steps % o_.save_freq.batches == 0) backup(at);
   }
 
   void on_epoch_end(int epoch, const Logs& logs) override {
     history_epochs_.push_back(epoch);  // as History records it
     for (const auto& [key, value] : logs) history_[key].push_back(value);
-    if (!o_.save_freq.per_epoch()) return;
+    if (!o_.save_freq.per_epoch() || !writer_) return;
     const FitProgress& at = model_->fit_progress();
     backup({.epoch = epoch + 1, .steps = at.steps, .shuffle_seed = at.shuffle_seed,
             .metric_sums = std::vector<double>(at.metric_sums.size(), 0.0)});
   }
 
   void on_train_end(const Logs&) override {
-    if (o_.delete_checkpoint) remove_backup();
+    if (o_.delete_checkpoint && writer_) remove_backup();
   }
 
  private:
@@ -205,6 +208,7 @@ class BackupAndRestoreCallback final : public Callback {
   }
 
   std::string dir_;
+  bool writer_ = true;  // this process writes the files (the chief, or a worker alone)
   BackupAndRestoreOptions o_;
   std::string weights_file_;  // the weights file the state on disk names, "" when none
   std::vector<int> history_epochs_;

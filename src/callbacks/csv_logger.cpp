@@ -6,6 +6,7 @@
 
 #include "callbacks/checkpoint_path.h"
 #include "tandem/callbacks.h"
+#include "tandem/distribute.h"
 #include "tandem/errors.h"
 
 namespace tandem {
@@ -20,6 +21,8 @@ class CSVLoggerCallback final : public Callback {
   }
 
   void on_train_begin(const Logs&) override {
+    writer_ = distribute::this_worker().chief();  // of several workers, only the chief writes
+    if (!writer_) return;
     // Appending to a file that has rows keeps its header (Keras reads the first byte to decide).
     struct stat st{};
     header_written_ = o_.append && ::stat(filename_.c_str(), &st) == 0 && st.st_size > 0;
@@ -29,6 +32,7 @@ class CSVLoggerCallback final : public Callback {
   }
 
   void on_epoch_end(int epoch, const Logs& logs) override {
+    if (!writer_) return;
     if (keys_.empty())
       for (const auto& [key, value] : logs) keys_.push_back(key);
     if (!header_written_) {
@@ -47,7 +51,9 @@ class CSVLoggerCallback final : public Callback {
     if (!out_) throw Error("CSVLogger: " + filename_ + ": cannot write the row of epoch " + std::to_string(epoch) + ": " + std::strerror(errno));
   }
 
-  void on_train_end(const Logs&) override { out_.close(); }
+  void on_train_end(const Logs&) override {
+    if (writer_) out_.close();
+  }
 
  private:
   std::string filename_;
@@ -55,6 +61,7 @@ class CSVLoggerCallback final : public Callback {
   std::ofstream out_;
   std::vector<std::string> keys_;
   bool header_written_ = false;
+  bool writer_ = true;  // this process writes the files (the chief, or a worker alone)
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "callbacks/checkpoint_path.h"
 #include "callbacks/monitor.h"
 #include "tandem/callbacks.h"
+#include "tandem/distribute.h"
 #include "tandem/errors.h"
 #include "tandem/model.h"
 
@@ -293,7 +294,8 @@ class ModelCheckpointCallback final : public Callback {
 
   void save(int epoch, int64_t batch, const Logs& logs) {
     const std::string path = file_path(epoch, batch, logs);
-    if (!should_save(epoch, logs, path)) return;
+    if (!should_save(epoch, logs, path)) return;  // every worker keeps the best value
+    if (!distribute::this_worker().chief()) return;     // only the chief writes
     std::error_code ec;
     if (fs::is_directory(path, ec))
       throw Error("Please specify a non-directory filepath for ModelCheckpoint. Filepath used is an existing directory: " + path);

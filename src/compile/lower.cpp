@@ -346,6 +346,7 @@ class Lowering {
       for (const Located& loc : fetched_) fetches.push_back(loc.on(d));
       Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches,
                                  o_.in_flight ? o_.in_flight(d) : 1);
+      p.rank = d;
       for (int id = 0; id < g_.size(); ++id) {
         const graph::Node& node = g_.node(id);
         if (node.def->source != ops::Source::Feed || local_node_[at(id)][at(d)] < 0 || node.outputs[0].shape.rank() < 1) continue;

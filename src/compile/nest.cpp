@@ -84,6 +84,7 @@ Plan nest(Plan outer, const std::function<Plan(const Program& row, int i)>& inne
       const Program& up = outer.programs[static_cast<std::size_t>(i)];
       for (auto& [name, rows_of] : p.feeds)
         if (auto it = up.feeds.find(name); it != up.feeds.end()) rows_of.offset += it->second.offset;
+      p.rank = static_cast<int>(plan.programs.size());  // numbered over the whole mesh
       plan.programs.push_back(std::move(p));
       plan.schedule.push_back(std::move(row.schedule[static_cast<std::size_t>(j)]));
     }

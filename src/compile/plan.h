@@ -55,6 +55,10 @@ struct VariableShard {
 
 struct Program {
   std::string device;
+  // This program's rank in the strategy's communicator: its index among all the programs the
+  // strategy lowered to (a process that runs only some of them keeps their ranks); -1: its
+  // index in the plan.
+  int rank = -1;
   graph::Graph graph;
   std::vector<Block> blocks;
   MemoryPlan memory;
@@ -74,6 +78,10 @@ struct Program {
 struct FetchSite {
   graph::Layout layout;
   std::vector<int> programs;
+  // Each program's place in `layout` (its index among every program that holds the value, some
+  // of which another process may run); empty: programs[i] is at place i.
+  std::vector<int> places;
+  int place(std::size_t i) const { return places.empty() ? static_cast<int>(i) : places[i]; }
 };
 
 struct Action {

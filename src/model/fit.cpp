@@ -22,6 +22,12 @@ struct Accumulator {
   double loss = 0;
   std::vector<double> metric_sums;
   int64_t rows = 0;
+  // A step's loss (a mean over its rows) and metric sums.
+  void add(const std::vector<double>& scalars, int64_t step_rows) {
+    loss += scalars[0] * double(step_rows);
+    for (std::size_t i = 0; i + 1 < scalars.size(); ++i) metric_sums[i] += scalars[i + 1];
+    rows += step_rows;
+  }
   Logs logs(const std::vector<std::string>& names, const std::string& prefix = "") const {
     Logs l{{prefix + "loss", rows ? loss / double(rows) : 0.0}};
     for (std::size_t i = 0; i < names.size(); ++i) l[prefix + names[i]] = rows ? metric_sums[i] / double(rows) : 0.0;
@@ -31,7 +37,11 @@ struct Accumulator {
 
 // verbose 1's live bar redraws its line with carriage returns, which in a log file or a pipe is
 // one long line of repeats: there, as Keras's verbose="auto" does, it prints one line per epoch.
-int progress_verbosity(int verbose) { return verbose == 1 && !isatty(fileno(stdout)) ? 2 : verbose; }
+// Of several workers, only the chief prints.
+int progress_verbosity(int verbose, const distribute::Strategy* strategy) {
+  if (strategy && strategy->workers() > 1 && !distribute::this_worker().chief()) return 0;
+  return verbose == 1 && !isatty(fileno(stdout)) ? 2 : verbose;
+}
 
 // Copies batch b, staged by the prefetch thread, into the step's inputs: each device gets the
 // rows of the batch its program reads.
@@ -129,11 +139,12 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     data = data.slice(0, split);
   }
 
-  const uint64_t shuffle_seed = next_seed();
+  uint64_t shuffle_seed = next_seed();
+  m.strategy->from_chief(&shuffle_seed, sizeof shuffle_seed);  // one shuffle for every worker
   data::Batcher batches(data, o.batch_size, o.shuffle, shuffle_seed, o.transforms);
   auto history = std::make_shared<History>();
   std::vector<CallbackPtr> callbacks;
-  const int verbose = progress_verbosity(o.verbose);
+  const int verbose = progress_verbosity(o.verbose, m.strategy.get());
   if (verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>(std::cout));
   callbacks.insert(callbacks.end(), o.callbacks.begin(), o.callbacks.end());
   callbacks.push_back(history);
@@ -202,9 +213,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       m.after_step(true);
       if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);
       ++steps_run;
-      acc.loss += step.scalar(step.loss) * double(rows * count);
-      for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.scalar(step.metrics[i]);
-      acc.rows += rows * count;
+      acc.add(step.scalars(), rows * count);
       // The group's batches are done together: the progress a callback saves is the group's end.
       progress_.batch = b + count, progress_.steps += count;
       progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
@@ -245,7 +254,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   feeder.start_epoch();
   m.begin_steps();
   std::vector<CallbackPtr> callbacks = o.callbacks;
-  const int verbose = progress_verbosity(o.verbose);
+  const int verbose = progress_verbosity(o.verbose, m.strategy.get());
   if (verbose > 0) {
     auto bar = std::make_shared<ProgbarLogger>(std::cout);
     bar->set_test_steps(batches.num_batches());
@@ -260,9 +269,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
     feeder.feed(b, step);
     step.exe->run();
     m.after_step(false);
-    acc.loss += step.scalar(step.loss) * double(rows);
-    for (std::size_t i = 0; i < step.metrics.size(); ++i) acc.metric_sums[i] += step.scalar(step.metrics[i]);
-    acc.rows += rows;
+    acc.add(step.scalars(), rows);
     const Logs logs = acc.logs(m.metrics);
     for (auto& c : callbacks) c->on_test_batch_end(b, logs);
   }
@@ -288,7 +295,7 @@ Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
   m.begin_steps();
   Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
   std::shared_ptr<ProgbarLogger> bar;
-  if (const int verbose = progress_verbosity(o.verbose); verbose > 0) {
+  if (const int verbose = progress_verbosity(o.verbose, m.strategy.get()); verbose > 0) {
     bar = std::make_shared<ProgbarLogger>(std::cout);
     bar->set_test_steps(batches.num_batches());
     bar->set_model(this);

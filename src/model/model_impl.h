@@ -32,12 +32,14 @@ struct CompiledStep {
   int64_t micro_rows = 0;  // rows of one micro-batch
   int64_t pieces = 1;      // micro-batches per batch
   std::unique_ptr<runtime::Executable> exe;
+  const distribute::Strategy* strategy = nullptr;  // combines what several workers read
   std::vector<Feed> x, y;        // per program
   int loss = -1;                 // fetch indices
   std::vector<int> metrics;      // per-batch sums, one per compiled metric
   int output = -1;
-  // A fetched float scalar, read where it lives: partial sums added up, a replicated value once.
-  double scalar(int fetch) const;
+  // The loss, then each metric: fetched float scalars read where they live, partial sums added
+  // up (over every worker's devices), a replicated value once.
+  std::vector<double> scalars() const;
   // Copies the `index`-th batch of the step (rows of `row_bytes` each) from host memory to the
   // devices: each of its micro-batches, each program its rows of them.
   void write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes, int64_t index = 0) const;

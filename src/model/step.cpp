@@ -24,16 +24,27 @@ graph::Value sum_over_all(graph::Graph& g, graph::Value v) {
 graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
 }  // namespace
 
-double CompiledStep::scalar(int fetch) const {
-  const compile::FetchSite& site = exe->plan().fetches[static_cast<std::size_t>(fetch)];
-  double s = 0;
-  for (int p : site.programs) {
-    float v = 0;
-    exe->copy_fetch(p, fetch, &v, sizeof v);
-    s += v;
-    if (!site.layout.is_partial()) break;  // every program holds all of it
+std::vector<double> CompiledStep::scalars() const {
+  std::vector<int> fetches{loss};
+  fetches.insert(fetches.end(), metrics.begin(), metrics.end());
+  std::vector<double> values, partial;
+  for (int fetch : fetches) {
+    const compile::FetchSite& site = exe->plan().fetches[static_cast<std::size_t>(fetch)];
+    double s = 0;
+    for (int p : site.programs) {
+      float v = 0;
+      exe->copy_fetch(p, fetch, &v, sizeof v);
+      s += v;
+      if (!site.layout.is_partial()) break;  // every program holds all of it
+    }
+    values.push_back(s);
+    if (site.layout.is_partial()) partial.push_back(s);
   }
-  return s;
+  if (strategy->workers() == 1) return values;
+  strategy->sum_over_workers(partial);  // one exchange for all of them
+  for (std::size_t i = 0, j = 0; i < fetches.size(); ++i)
+    if (exe->plan().fetches[static_cast<std::size_t>(fetches[i])].layout.is_partial()) values[i] = partial[j++];
+  return values;
 }
 
 void CompiledStep::write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes, int64_t index) const {
@@ -54,9 +65,12 @@ void CompiledStep::read_rows(int fetch, std::byte* host, std::size_t row_bytes, 
     return;
   }
   if (site.layout.axis != 0) throw Error("internal: a per-row fetch split along axis " + std::to_string(site.layout.axis));
-  for (std::size_t i = 0; i < site.programs.size(); ++i)  // the blocks of rows, in order
-    exe->copy_fetch(site.programs[i], fetch, host + static_cast<std::size_t>(site.layout.offset(static_cast<int>(i))) * row_bytes,
-                    static_cast<std::size_t>(site.layout.shares[i]) * row_bytes);
+  for (std::size_t i = 0; i < site.programs.size(); ++i) {  // the blocks of rows, in order
+    const int place = site.place(i);
+    exe->copy_fetch(site.programs[i], fetch, host + static_cast<std::size_t>(site.layout.offset(place)) * row_bytes,
+                    static_cast<std::size_t>(site.layout.shares[static_cast<std::size_t>(place)]) * row_bytes);
+  }
+  if (strategy->workers() > 1) strategy->gather_rows(host, row_bytes, site.layout);
 }
 
 int Model::Impl::sync_every() const { return strategy ? strategy->sync_every() : 1; }
@@ -87,6 +101,9 @@ void Model::Impl::host_view() {
 
 void Model::Impl::begin_steps() {
   host_view();
+  // Workers start from the chief's values, whatever each initialised or loaded.
+  if (strategy && strategy->workers() > 1)
+    for (const VariablePtr& v : all_variables()) strategy->from_chief(v->value().raw(), v->value().bytes());
   homes.to_devices(all_variables());
   host_newer = false;
 }
@@ -103,6 +120,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const TensorType& y
 
   const bool train = kind == StepKind::Train;
   CompiledStep step;
+  step.strategy = strategy.get();
   // The strategy's micro-batches per batch, or the most below that which divide its rows.
   step.pieces = train ? strategy->micro_batches() : 1;
   while (rows % step.pieces != 0) --step.pieces;

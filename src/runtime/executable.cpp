@@ -70,9 +70,10 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
     b->arena = device.allocate(prog.memory.arena_bytes);
     if (comm_) {
       b->comm_worker = std::make_unique<CommWorker>(prog.device, threads.communication, &tracer_, static_cast<int>(2 * p + 1));
-      b->comm = {comm_.get(), static_cast<int>(p), b->comm_worker.get(), {}, {}};
+      const int rank = prog.rank >= 0 ? prog.rank : static_cast<int>(p);
+      b->comm = {comm_.get(), rank, b->comm_worker.get(), {}, {}};
       for (const auto& [ranks, group] : groups_) {
-        const auto at = std::find(ranks.begin(), ranks.end(), static_cast<int64_t>(p));
+        const auto at = std::find(ranks.begin(), ranks.end(), static_cast<int64_t>(rank));
         if (at != ranks.end()) b->comm.groups.push_back({ranks, group.get(), static_cast<int>(at - ranks.begin())});
       }
     }

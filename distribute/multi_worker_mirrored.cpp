@@ -1,0 +1,123 @@
+// MultiWorkerMirrored: Mirrored across processes. Every worker lowers the same global step over
+// the devices of all workers (worker w's device d is replica w·L + d) and keeps the programs of
+// its own devices, so each feeds its rows of every batch, the loss is scaled by the global row
+// count, and a dropout mask is the one single-device training draws for that row. Gradients are
+// summed within the worker, then between workers over MPI (comm/two_level.h).
+#include <algorithm>
+#include <chrono>
+
+#include "comm/communicator.h"
+#include "distribute/comm/inprocess.h"
+#include "distribute/comm/two_level.h"
+#include "distribute/comm/world.h"
+#include "distribute/strategy.h"
+#include "tandem/errors.h"
+
+namespace tandem::distribute {
+
+namespace {
+// The programs of replicas [first, first + count) of a plan lowered for every worker's devices,
+// with their ranks; a fetch keeps its layout over all of them and notes where each kept one is.
+compile::Plan keep_programs(compile::Plan all, int first, int count) {
+  compile::Plan mine;
+  for (int p = first; p < first + count; ++p) {
+    mine.programs.push_back(std::move(all.programs[static_cast<std::size_t>(p)]));
+    mine.schedule.push_back(std::move(all.schedule[static_cast<std::size_t>(p)]));
+  }
+  for (const compile::FetchSite& site : all.fetches) {
+    compile::FetchSite kept{site.layout, {}, {}};
+    for (std::size_t i = 0; i < site.programs.size(); ++i)
+      if (site.programs[i] >= first && site.programs[i] < first + count) {
+        kept.programs.push_back(site.programs[i] - first);
+        kept.places.push_back(site.place(i));
+      }
+    mine.fetches.push_back(std::move(kept));
+  }
+  return mine;
+}
+
+class MultiWorkerMirroredStrategy : public Strategy {
+ public:
+  MultiWorkerMirroredStrategy(const std::vector<std::string>& local_devices, MultiWorkerMirroredOptions o)
+      : devices_(distinct_devices("MultiWorkerMirrored", local_devices)), options_(o), me_(comm::world()) {
+    if (o.bucket_bytes < 1) throw ValueError("MultiWorkerMirrored: bucket_bytes must be >= 1, got " + std::to_string(o.bucket_bytes));
+    if (o.timeout_ms < 1) throw ValueError("MultiWorkerMirrored: timeout_ms must be >= 1, got " + std::to_string(o.timeout_ms));
+    const std::chrono::milliseconds timeout(o.timeout_ms);
+    auto local = std::make_shared<comm::InProcessCommunicator>(devices_);
+    local->set_timeout(timeout);
+    if (me_.count == 1) {
+      comm_ = local;
+      return;
+    }
+    across_ = comm::worker_communicator();
+    across_->set_timeout(timeout);
+    check_same_device_count();
+    comm_ = std::make_shared<comm::TwoLevelCommunicator>(local, across_, me_.rank);
+    comm_->set_timeout(timeout);
+  }
+
+  std::vector<std::string> devices() const override { return devices_; }
+  std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
+  int workers() const override { return me_.count; }
+  // The machine's cores are shared by its workers too.
+  int threads_per_device() const override { return std::max(1, Strategy::threads_per_device() / comm::workers_on_this_machine()); }
+
+  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
+    std::vector<std::string> all;
+    for (int w = 0; w < me_.count; ++w) all.insert(all.end(), devices_.begin(), devices_.end());
+    const auto local = static_cast<int>(devices_.size());
+    return keep_programs(
+        lower_data_parallel(g, fetches, micro_batches, "MultiWorkerMirrored", all, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16),
+        me_.rank * local, local);
+  }
+
+  void sum_over_workers(std::vector<double>& values) const override {
+    if (across_ && !values.empty()) across_->all_reduce(me_.rank, values.data(), values.size(), DType::F64, comm::ReduceOp::Sum);
+  }
+
+  void from_chief(void* data, std::size_t bytes) const override {
+    if (across_ && bytes) across_->broadcast(me_.rank, data, bytes, 0);
+  }
+
+  // Worker w's rows are those of its replicas w·L … w·L + L − 1: one block, which it sends to all.
+  void gather_rows(std::byte* host, std::size_t row_bytes, const graph::Layout& layout) const override {
+    if (!across_) return;
+    const auto local = static_cast<int>(devices_.size());
+    for (int w = 0; w < me_.count; ++w) {
+      const int64_t first = layout.offset(w * local);
+      int64_t rows = 0;
+      for (int d = 0; d < local; ++d) rows += layout.shares[static_cast<std::size_t>(w * local + d)];
+      across_->broadcast(me_.rank, host + static_cast<std::size_t>(first) * row_bytes, static_cast<std::size_t>(rows) * row_bytes, w);
+    }
+  }
+
+ private:
+  void check_same_device_count() const {
+    std::vector<double> counts(static_cast<std::size_t>(me_.count), 0.0);
+    counts[static_cast<std::size_t>(me_.rank)] = static_cast<double>(devices_.size());
+    across_->all_reduce(me_.rank, counts.data(), counts.size(), DType::F64, comm::ReduceOp::Sum);
+    std::string listed;
+    bool same = true;
+    for (std::size_t w = 0; w < counts.size(); ++w) {
+      listed += (w ? ", " : "") + std::to_string(static_cast<int>(counts[w]));
+      same = same && counts[w] == counts[0];
+    }
+    if (!same) throw ValueError("MultiWorkerMirrored: every worker needs the same number of local devices, got " + listed + " (workers 0.." +
+                                std::to_string(me_.count - 1) + ")");
+  }
+
+  std::vector<std::string> devices_;
+  MultiWorkerMirroredOptions options_;
+  Worker me_;
+  std::shared_ptr<comm::Communicator> across_;  // between workers; null for a worker alone
+  std::shared_ptr<comm::Communicator> comm_;
+};
+}  // namespace
+
+StrategyPtr MultiWorkerMirrored(const std::vector<std::string>& local_devices, const MultiWorkerMirroredOptions& options) {
+  return std::make_shared<MultiWorkerMirroredStrategy>(local_devices, options);
+}
+
+Worker this_worker() { return comm::world(); }
+
+}  // namespace tandem::distribute

@@ -1,0 +1,109 @@
+// The training run that tests/multiworker_test.sh starts alone and under mpirun.
+//
+//   multiworker_child default OUT_FILE           Default strategy, one process
+//   multiworker_child workers L OUT_FILE         MultiWorkerMirrored, L virtual devices per worker
+//   multiworker_child compare A B TOLERANCE      exit 0 when every number of B is within
+//                                                TOLERANCE·max|A| of A's, else print and exit 1
+//
+// Trains an MLP with Dropout on fixed synthetic data for one epoch of 5 shuffled steps (batch 32,
+// 150 rows: the last batch has 22 rows, split unevenly over the replicas), then evaluates and
+// predicts. The chief writes OUT_FILE: the weights, the optimizer's slots, the epoch's loss and
+// accuracy, evaluate's loss and accuracy and predict's outputs, as float64 numbers.
+#include <tandem/tandem.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kRows = 150, kFeatures = 12, kClasses = 3;
+
+tandem::Dataset make_data() {
+  std::mt19937_64 gen(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(kRows * kFeatures));
+  std::vector<int32_t> y(static_cast<std::size_t>(kRows));
+  for (int64_t r = 0; r < kRows; ++r) {
+    float s = 0;
+    for (int64_t f = 0; f < kFeatures; ++f) s += (x[static_cast<std::size_t>(r * kFeatures + f)] = normal(gen)) * float(f % 3 - 1);
+    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(std::abs(static_cast<int>(2 * s)) % kClasses);
+  }
+  return {tandem::Tensor::from({kRows, kFeatures}, std::span<const float>(x)), tandem::Tensor::from({kRows}, std::span<const int32_t>(y))};
+}
+
+void append(std::vector<double>& out, const tandem::Tensor& t) {
+  for (int64_t i = 0; i < t.size(); ++i) out.push_back(t.item(i));
+}
+
+int train(tandem::distribute::StrategyPtr strategy, const std::string& out_file) {
+  namespace tl = tandem::layers;
+  tandem::set_random_seed(5);
+  const tandem::Dataset data = make_data();
+  tandem::Sequential model({tl::InputLayer({kFeatures}), tl::Dense(24, "relu"), tl::Dropout(0.2), tl::Dense(kClasses)});
+  model.compile({.optimizer = tandem::optimizers::Adam(1e-2),
+                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"},
+                 .strategy = strategy});
+  const tandem::History h = model.fit(data, {.epochs = 1, .batch_size = 32, .verbose = 1});
+  const tandem::Logs eval = model.evaluate(data, {.batch_size = 40, .verbose = 0});
+  const tandem::Tensor predicted = model.predict(data.x(), {.batch_size = 64});
+  if (!tandem::distribute::this_worker().chief()) return 0;
+  std::vector<double> numbers;
+  for (const tandem::Tensor& w : model.get_weights()) append(numbers, w);
+  for (const tandem::VariablePtr& v : model.optimizer()->variables()) append(numbers, v->value());
+  numbers.push_back(h.history.at("loss").back());
+  numbers.push_back(h.history.at("accuracy").back());
+  numbers.push_back(eval.at("loss"));
+  numbers.push_back(eval.at("accuracy"));
+  append(numbers, predicted);
+  std::ofstream out(out_file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(numbers.data()), static_cast<std::streamsize>(numbers.size() * sizeof(double)));
+  return out ? 0 : 1;
+}
+
+std::vector<double> read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<double> v;
+  for (double x; in.read(reinterpret_cast<char*>(&x), sizeof x);) v.push_back(x);
+  return v;
+}
+
+int compare(const std::string& a_file, const std::string& b_file, double tolerance) {
+  const std::vector<double> a = read(a_file), b = read(b_file);
+  if (a.empty() || a.size() != b.size()) {
+    std::printf("%s has %zu numbers, %s has %zu\n", a_file.c_str(), a.size(), b_file.c_str(), b.size());
+    return 1;
+  }
+  double scale = 0, worst = 0;
+  std::size_t at = 0;
+  for (double x : a) scale = std::max(scale, std::abs(x));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::abs(a[i] - b[i]) > worst) worst = std::abs(a[i] - b[i]), at = i;
+  std::printf("%zu numbers, largest difference %.3g at %zu (%.9g vs %.9g), relative to the largest value %.3g\n", a.size(), worst, at, a[at], b[at],
+              worst / scale);
+  return worst <= tolerance * scale ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "default" && argc == 3) return train(tandem::distribute::Default(), argv[2]);
+    if (mode == "workers" && argc == 4) {
+      std::vector<std::string> devices;
+      for (int d = 0; d < std::stoi(argv[2]); ++d) devices.push_back("cpu:" + std::to_string(d));
+      return train(tandem::distribute::MultiWorkerMirrored(devices), argv[3]);
+    }
+    if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));
+    std::fprintf(stderr, "usage: multiworker_child default OUT | workers L OUT | compare A B TOLERANCE\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "multiworker_child: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# MultiWorkerMirrored under mpirun, on this machine's loopback (TCP, as between machines):
+#   1. 2 and 4 workers (oversubscribed), with 1 and 2 virtual devices each, end one epoch of 5
+#      steps with one process's Default weights, evaluate and predict results within 1e-5; the
+#      same run twice gives the same bits.
+#   2. A worker killed mid-epoch, and one that stops answering: the others exit non-zero within
+#      60 s naming the lost worker; restarting all of them continues from BackupAndRestore's
+#      backup and ends with the uninterrupted run's weights, bit for bit.
+#
+#   multiworker_test.sh MPIRUN MULTIWORKER_CHILD RESUME_CHILD
+set -euo pipefail
+mpirun=$1 child=$2 resume=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+# mpirun refuses root unless told; containers often run as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Loopback TCP between the processes, the transport a cluster uses.
+launch() {
+  local np=$1
+  shift
+  "$mpirun" -np "$np" --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "$@"
+}
+fail() {
+  echo "FAILED: $*"
+  exit 1
+}
+
+echo "== 1. every worker count and device count equals Default"
+"$child" default "$dir/default.bin" >/dev/null
+for np in 2 4; do
+  for local in 1 2; do
+    launch "$np" "$child" workers "$local" "$dir/w$np-$local.bin" >"$dir/log" 2>&1 || { cat "$dir/log"; fail "$np workers x $local devices"; }
+    echo -n "$np workers x $local devices: "
+    "$child" compare "$dir/default.bin" "$dir/w$np-$local.bin" 1e-5 || fail "$np workers x $local devices differ from Default"
+  done
+done
+launch 4 "$child" workers 2 "$dir/again.bin" >/dev/null 2>&1 || fail "second run of 4 workers x 2 devices"
+cmp "$dir/w4-2.bin" "$dir/again.bin" || fail "the same run twice differs"
+echo "the same run twice: identical"
+
+echo "== 2. a lost worker stops the others; restarting all resumes exactly"
+export RESUME_CHILD_STRATEGY=multiworker
+launch 2 "$resume" "$dir/backup-full" "$dir/full.out" >/dev/null 2>&1 || fail "uninterrupted run"
+for how in kill stop; do
+  start=$(date +%s)
+  status=0
+  RESUME_CHILD_STOP_WORKER=1 RESUME_CHILD_STOP_HOW=$how RESUME_CHILD_TIMEOUT_MS=4000 \
+    launch 2 "$resume" "$dir/backup-$how" "$dir/$how.out" 40 >"$dir/log" 2>&1 || status=$?
+  took=$(($(date +%s) - start))
+  [[ $status -ne 0 ]] || { cat "$dir/log"; fail "$how: the job exited 0"; }
+  ((took <= 60)) || fail "$how: the others took $took s to stop"
+  # The message naming the lost worker: mpirun's for a killed process, Tandem's for a silent one.
+  if [[ $how == kill ]]; then pattern="rank 1 .* exited on signal 9"; else pattern="No answer from worker 1"; fi
+  grep -q "$pattern" "$dir/log" || { cat "$dir/log"; fail "$how: no message naming worker 1"; }
+  echo "$how: exit $status after $took s: $(grep -o "$pattern[^.]*" "$dir/log" | head -1)"
+  [[ -e "$dir/backup-$how" ]] || fail "$how: no backup was written"
+  launch 2 "$resume" "$dir/backup-$how" "$dir/$how.out" >"$dir/log" 2>&1 || { cat "$dir/log"; fail "$how: restart"; }
+  cmp "$dir/full.out" "$dir/$how.out" || fail "$how: the resumed run differs from the uninterrupted one"
+  echo "$how: restarted run identical to the uninterrupted one"
+done
+echo "PASSED"
