@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# MultiWorkerMirrored on this machine: 2 workers × 1 device (mpirun -np 2) against one process
+# with Default on all cores, Fashion-MNIST MLP, samples/s of the second epoch, side by side; then
+# the all-reduce between the 2 processes against the in-process ring of 2 threads.
+#   bench/run_multiworker.sh [build/bench_multiworker]
+set -euo pipefail
+bench=${1:-build/bench_multiworker}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "| batch | 1 process, Default: samples/s | 2 workers x 1 device: samples/s | ratio |"
+echo "|---|---|---|---|"
+for batch in 128 512; do
+  one=$("$bench" train default "$batch")
+  two=$(mpirun -np 2 --bind-to none "$bench" train workers "$batch" | tail -1)
+  echo "| $batch | $one | $two | $(python3 -c "print(f'{$two / $one:.2f}')") |"
+done
+echo
+mpirun -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo "$bench" allreduce
