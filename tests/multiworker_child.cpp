@@ -2,6 +2,7 @@
 //
 //   multiworker_child default OUT_FILE           Default strategy, one process
 //   multiworker_child workers L OUT_FILE         MultiWorkerMirrored, L virtual devices per worker
+//                                                (L = "rank+1": a different count on each worker)
 //   multiworker_child compare A B TOLERANCE      exit 0 when every number of B is within
 //                                                TOLERANCE·max|A| of A's, else print and exit 1
 //
@@ -96,7 +97,9 @@ int main(int argc, char** argv) {
     if (mode == "default" && argc == 3) return train(tandem::distribute::Default(), argv[2]);
     if (mode == "workers" && argc == 4) {
       std::vector<std::string> devices;
-      for (int d = 0; d < std::stoi(argv[2]); ++d) devices.push_back("cpu:" + std::to_string(d));
+      const std::string l = argv[2];
+      const int local = l == "rank+1" ? tandem::distribute::this_worker().rank + 1 : std::stoi(l);
+      for (int d = 0; d < local; ++d) devices.push_back("cpu:" + std::to_string(d));
       return train(tandem::distribute::MultiWorkerMirrored(devices), argv[3]);
     }
     if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));

@@ -2,7 +2,7 @@
 # MultiWorkerMirrored under mpirun, on this machine's loopback (TCP, as between machines):
 #   1. 2 and 4 workers (oversubscribed), with 1 and 2 virtual devices each, end one epoch of 5
 #      steps with one process's Default weights, evaluate and predict results within 1e-5; the
-#      same run twice gives the same bits.
+#      same run twice gives the same bits; workers with unequal device counts are refused.
 #   2. A worker killed mid-epoch, and one that stops answering: the others exit non-zero within
 #      60 s naming the lost worker; restarting all of them continues from BackupAndRestore's
 #      backup and ends with the uninterrupted run's weights, bit for bit.
@@ -37,6 +37,11 @@ done
 launch 4 "$child" workers 2 "$dir/again.bin" >/dev/null 2>&1 || fail "second run of 4 workers x 2 devices"
 cmp "$dir/w4-2.bin" "$dir/again.bin" || fail "the same run twice differs"
 echo "the same run twice: identical"
+status=0
+launch 2 "$child" workers rank+1 "$dir/mismatch.bin" >"$dir/log" 2>&1 || status=$?
+[[ $status -ne 0 ]] || fail "workers with 1 and 2 devices were accepted"
+grep -q "every worker needs the same number of local devices, got 1, 2" "$dir/log" || { cat "$dir/log"; fail "no clear error for unequal device counts"; }
+echo "unequal device counts: $(grep -o "MultiWorkerMirrored: every worker[^)]*)" "$dir/log" | head -1)"
 
 echo "== 2. a lost worker stops the others; restarting all resumes exactly"
 export RESUME_CHILD_STRATEGY=multiworker
