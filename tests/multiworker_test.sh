@@ -49,7 +49,7 @@ launch 2 "$resume" "$dir/backup-full" "$dir/full.out" >/dev/null 2>&1 || fail "u
 for how in kill stop; do
   start=$(date +%s)
   status=0
-  RESUME_CHILD_STOP_WORKER=1 RESUME_CHILD_STOP_HOW=$how RESUME_CHILD_TIMEOUT_MS=4000 \
+  RESUME_CHILD_STOP_WORKER=1 RESUME_CHILD_STOP_HOW=$how RESUME_CHILD_TIMEOUT_MS=8000 \
     launch 2 "$resume" "$dir/backup-$how" "$dir/$how.out" 40 >"$dir/log" 2>&1 || status=$?
   took=$(($(date +%s) - start))
   [[ $status -ne 0 ]] || { cat "$dir/log"; fail "$how: the job exited 0"; }
