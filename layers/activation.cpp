@@ -16,7 +16,7 @@ class ActivationLayer : public Layer {
   std::string config_json() const override {
     return config_text(*this, {{"activation", activation_.empty() ? "linear" : activation_}});
   }
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     return apply_activation(ctx.g, inputs[0], activation_);
   }
 

@@ -63,7 +63,7 @@ class BatchNormalizationLayer : public Layer {
     moving_variance_ = add_weight("moving_variance", shape, opts_.moving_variance_initializer, false);
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     graph::Graph& g = ctx.g;
     const graph::Value x = inputs[0];
     const TensorType& t = g.type(x);

@@ -19,7 +19,7 @@ class ConcatenateLayer : public Layer {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     std::string shapes;  // batch shown as None, like Keras
     for (graph::Value v : inputs) shapes += (shapes.empty() ? "" : ", ") + ctx.g.type(v).shape.without_batch().with_batch(-1).str();
     shapes = "[" + shapes + "]";

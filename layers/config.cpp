@@ -1,12 +1,15 @@
 // Layer configs: the text a layer's config_json() writes, and the registry of layer classes.
 #include "layers/config.h"
 
+#include <mutex>
+#include <set>
+
 #include "tandem/errors.h"
 
 namespace tandem::layers {
 
 std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none) {
-  Json config{{"name", layer.name()}, {"trainable", true}, {"dtype", config::dtype_policy_json()}};
+  Json config = config::layer_basics_json(layer.name());
   for (const auto& [key, value] : args.items()) config[key] = value;
   for (const char* key : none) config[key] = nullptr;
   return config.dump();
@@ -17,12 +20,12 @@ LayerRegistry& layer_registry() {
   return r;
 }
 
-RegisterLayer::RegisterLayer(const char* class_name, LayerFactory make, std::source_location loc) {
+RegisterLayer::RegisterLayer(const char* class_name, ConfigFactory make, std::source_location loc) {
   layer_registry().add(class_name, make, loc);
 }
 
 std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Json& config) {
-  const LayerFactory* found = layer_registry().find(class_name);
+  const ConfigFactory* found = layer_registry().find(class_name);
   if (!found) {
     std::string known;
     for (const std::string& c : registered_layer_classes()) known += (known.empty() ? "" : ", ") + c;
@@ -44,4 +47,30 @@ std::vector<std::string> registered_layer_classes() {
   return out;
 }
 
+namespace {
+std::mutex custom_mutex;
+std::set<std::string>& custom_classes() {
+  static std::set<std::string> names;
+  return names;
+}
+}  // namespace
+
+bool is_custom_layer_class(const std::string& class_name) {
+  std::lock_guard lock(custom_mutex);
+  return custom_classes().count(class_name) > 0;
+}
+
 }  // namespace tandem::layers
+
+namespace tandem {
+
+void register_layer(const std::string& class_name, LayerFactory make, std::source_location where) {
+  if (class_name.empty()) throw ValueError("register_layer: the class name is empty");
+  if (!make) throw ValueError("register_layer(\"" + class_name + "\"): the factory is empty");
+  layers::layer_registry().add(
+      class_name, [make](const config::ConfigReader& c) { return make(LayerConfig(c)); }, where);
+  std::lock_guard lock(layers::custom_mutex);
+  layers::custom_classes().insert(class_name);
+}
+
+}  // namespace tandem

@@ -4,6 +4,7 @@
 // a config (ConfigReader) is shared with optimizers and losses: config/config_reader.h.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <source_location>
@@ -26,10 +27,10 @@ using config::Json;
 // (regularizers, constraints, ...), written as null as Keras writes them when they are not used.
 std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none = {});
 
-using LayerFactory = std::shared_ptr<Layer> (*)(const ConfigReader& config);
+using ConfigFactory = std::function<std::shared_ptr<Layer>(const ConfigReader& config)>;
 
 // Layer class names to factories; a class registered twice is an error (see core/registry.h).
-struct LayerRegistry : core::Registry<std::string, LayerFactory> {
+struct LayerRegistry : core::Registry<std::string, ConfigFactory> {
   LayerRegistry() : Registry("layer class") {}
 };
 
@@ -37,8 +38,12 @@ LayerRegistry& layer_registry();  // the process's: every RegisterLayer
 
 // Registers a layer class; a layer file defines one `static const RegisterLayer` per class it makes.
 struct RegisterLayer {
-  RegisterLayer(const char* class_name, LayerFactory make, std::source_location loc = std::source_location::current());
+  RegisterLayer(const char* class_name, ConfigFactory make, std::source_location loc = std::source_location::current());
 };
+
+// Whether `class_name` was registered by the user (register_layer) rather than by Tandem: its
+// saved entry then names it as Keras names a registered custom class, "Custom>" + class_name.
+bool is_custom_layer_class(const std::string& class_name);
 
 // A new, unbuilt layer made from its config. Throws ValueError naming the class if no layer of that
 // class is registered, or naming the key if the config is not one the class accepts (a key the class

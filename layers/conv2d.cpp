@@ -51,7 +51,7 @@ class Conv2DLayer : public Layer {
     if (opts_.use_bias) bias_ = add_weight("bias", {filters_}, opts_.bias_initializer);
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     const Shape& x = ctx.g.type(inputs[0]).shape;
     check_input(x);
     const int64_t channels = kernel_->value().shape()[2];

@@ -34,7 +34,7 @@ class DenseLayer : public Layer {
     if (opts_.use_bias) bias_ = add_weight("bias", {units_}, opts_.bias_initializer);
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     const Shape& x = ctx.g.type(inputs[0]).shape;
     if (x.rank() < 2 || x.back() != kernel_->value().shape()[0])
       throw ShapeError("Dense \"" + name() + "\": expected input of last dimension " +

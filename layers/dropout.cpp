@@ -23,7 +23,7 @@ class DropoutLayer : public Layer {
   std::string config_json() const override {
     return config_text(*this, {{"rate", rate_}, {"seed", seed_}, {"noise_shape", nullptr}});
   }
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     if (!ctx.training || rate_ == 0.0) return inputs[0];
     return ops::dropout(ctx.g, inputs[0], ctx.step, rate_, seed_);
   }

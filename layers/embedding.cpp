@@ -33,7 +33,7 @@ class EmbeddingLayer : public Layer {
     embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, opts_.embeddings_initializer);
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     graph::Value ids = inputs[0];
     const TensorType t = ctx.g.type(ids);
     if (t.shape.rank() < 1)

@@ -12,7 +12,7 @@ class FlattenLayer : public Layer {
   explicit FlattenLayer(const std::string& name) : Layer("flatten", name) {}
   std::string class_name() const override { return "Flatten"; }
   std::string config_json() const override { return config_text(*this, {{"data_format", "channels_last"}}); }
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     const Shape& s = ctx.g.type(inputs[0]).shape;
     return ops::reshape(ctx.g, inputs[0], {s[0], s.num_elements() / std::max<int64_t>(1, s[0])});
   }

@@ -17,7 +17,7 @@ class GlobalAveragePooling2DLayer : public Layer {
     return config_text(*this, {{"data_format", "channels_last"}, {"keepdims", keepdims_}});
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     detail::check_image("GlobalAveragePooling2D \"" + name() + "\"", ctx.g.type(inputs[0]).shape);
     return ops::reduce_mean(ctx.g, inputs[0], {1, 2}, keepdims_);
   }

@@ -14,7 +14,7 @@ class InputLayerImpl : public Layer {
   std::string class_name() const override { return "InputLayer"; }
   std::string config_json() const override { return config_text(*this, input_layer_config(shape_, DType::F32)); }
   const Shape& shape() const { return shape_; }
-  graph::Value call(CallContext&, const std::vector<graph::Value>& inputs) override { return inputs[0]; }
+  graph::Value emit(CallContext&, const std::vector<graph::Value>& inputs) override { return inputs[0]; }
 
  private:
   Shape shape_;

@@ -54,7 +54,7 @@ class LayerNormalizationLayer : public Layer {
     if (opts_.center) beta_ = add_weight("beta", {dim_}, opts_.beta_initializer, true);
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     graph::Graph& g = ctx.g;
     const TensorType& t = g.type(inputs[0]);
     if (t.shape.rank() < 2 || t.shape.back() != dim_)

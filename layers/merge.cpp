@@ -28,7 +28,7 @@ class ElementwiseMerge : public Layer {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     std::vector<Shape> shapes;  // batch shown as None, like Keras
     for (graph::Value v : inputs) shapes.push_back(ctx.g.type(v).shape.without_batch().with_batch(-1));
     const DType dtype = ctx.g.type(inputs[0]).dtype;

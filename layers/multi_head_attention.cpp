@@ -74,7 +74,7 @@ class MultiHeadAttentionLayer : public Layer {
     output_ = dense("attention_output", Shape(okernel), out_shape_);
   }
 
-  Value call(CallContext& ctx, const std::vector<Value>& inputs) override {
+  Value emit(CallContext& ctx, const std::vector<Value>& inputs) override {
     std::vector<Shape> shapes;
     for (Value x : inputs) shapes.push_back(ctx.g.type(x).shape.without_batch());
     check_inputs(shapes);

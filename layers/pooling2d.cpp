@@ -33,7 +33,7 @@ class Pooling2DLayer : public Layer {
     check_input(in[0].with_batch(-1));
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     check_input(ctx.g.type(inputs[0]).shape);
     const ops::Pair pool{pool_.h, pool_.w}, strides{opts_.strides.h, opts_.strides.w};
     return max_ ? ops::max_pool2d(ctx.g, inputs[0], pool, strides, opts_.padding)

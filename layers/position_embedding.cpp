@@ -28,7 +28,7 @@ class PositionEmbeddingLayer : public Layer {
     embeddings_ = add_weight("embeddings", {sequence_length_, in[0].back()}, opts_.initializer);
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     const Shape x = ctx.g.type(inputs[0]).shape;
     const int64_t features = embeddings_->value().shape()[1];
     const std::string got = x.without_batch().with_batch(-1).str();

@@ -21,7 +21,7 @@ class ReshapeLayer : public Layer {
   std::string class_name() const override { return "Reshape"; }
   std::string config_json() const override { return config_text(*this, {{"target_shape", target_.dims()}}); }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     const Shape& s = ctx.g.type(inputs[0]).shape;
     const int64_t per_sample = s.num_elements() / std::max<int64_t>(1, s[0]);
     int64_t known = 1;

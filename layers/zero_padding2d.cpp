@@ -24,7 +24,7 @@ class ZeroPadding2DLayer : public Layer {
                                {"data_format", "channels_last"}});
   }
 
-  graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     detail::check_image(owner(), ctx.g.type(inputs[0]).shape);
     return ops::pad2d(ctx.g, inputs[0], padding_);
   }

@@ -85,6 +85,7 @@ class GradCheck {
   Value given(const Shape& s, std::vector<double> x) { return add(s, DType::F64, std::move(x), true); }
   // A float input that is not differentiated.
   Value fixed(const Shape& s, double lo, double hi) { return add(s, DType::F64, draw(s, lo, hi, false), false); }
+  Value fixed(const Shape& s, std::vector<double> x) { return add(s, DType::F64, std::move(x), false); }
   // Integer class ids in [0, classes); never differentiated.
   Value labels(const Shape& s, int64_t classes, DType dtype) {
     std::uniform_int_distribution<int64_t> pick(0, classes - 1);

@@ -276,7 +276,7 @@ LayerGrads run_layer(tandem::Layer& layer, const std::vector<Feed>& inputs, cons
   Value y;
   {
     graph::ScopeGuard scope(g, layer.name());
-    y = layer.call(ctx, ins);
+    y = layer.emit(ctx, ins);
   }
   const TensorType yt = g.type(y);
   REQUIRE(yt.shape.num_elements() == static_cast<int64_t>(w.size()));

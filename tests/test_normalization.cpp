@@ -192,7 +192,7 @@ std::vector<std::vector<float>> run_layer(tandem::Layer& layer, const Shape& sha
   Value y;
   {
     tandem::graph::ScopeGuard scope(g, layer.name());
-    y = layer.call(ctx, {xp});
+    y = layer.emit(ctx, {xp});
   }
   const Value loss = ops::reduce_sum(g, ops::mul(g, y, wp), gradcheck::all_axes(shape.rank()));
   std::vector<Value> of{xp};

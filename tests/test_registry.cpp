@@ -54,7 +54,7 @@ TEST_CASE("registry: a kernel registered twice is an error naming both places") 
 
 TEST_CASE("registry: a layer class registered twice is an error naming both places") {
   layers::LayerRegistry fresh;
-  check_duplicate_is_reported(fresh, std::string("Dense"), layers::LayerFactory(nullptr), "layer class \"Dense\"");
+  check_duplicate_is_reported(fresh, std::string("Dense"), layers::ConfigFactory{}, "layer class \"Dense\"");
 }
 
 TEST_CASE("registry: every failed registration is reported at once") {
@@ -87,6 +87,7 @@ const std::map<std::string, std::string> kWithoutFloatKernels = {
     {"placeholder", "the runtime binds the fed buffer in the arena; no kernel runs"},
     {"variable", "the runtime binds the variable's own storage; no kernel runs"},
     {"increment", "steps the int64 iteration counter: an int64 kernel only"},
+    {"one_hot", "reads integer class ids: int32 and int64 kernels, each writing float32 or float64"},
 };
 
 TEST_CASE("registry: every op has CPU kernels for float32 and float64, except those listed with a reason") {

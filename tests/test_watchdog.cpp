@@ -41,7 +41,7 @@ class StallLayer : public tandem::Layer {
  public:
   StallLayer() : Layer("stall", "stall") {}
   std::string class_name() const override { return "Stall"; }
-  tandem::graph::Value call(tandem::CallContext& ctx, const std::vector<tandem::graph::Value>& inputs) override {
+  tandem::graph::Value emit(tandem::CallContext& ctx, const std::vector<tandem::graph::Value>& inputs) override {
     return ctx.g.add("test_stall", {inputs[0]});
   }
 };

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
+#include "tandem/layer_config.h"
 #include "tandem/tensor.h"
 
 namespace tandem {
@@ -14,7 +17,8 @@ namespace tandem {
 namespace graph {
 struct Value;
 }
-class CallContext;  // what a layer's call() emits into; defined in the library
+struct Trace;
+class CallContext;  // what a layer's emit() writes into; defined in the library
 class Layer;
 
 // A persistent tensor owned by a layer or optimizer: weights, slots, statistics.
@@ -37,12 +41,17 @@ class Variable {
 };
 using VariablePtr = std::shared_ptr<Variable>;
 
-// A symbolic tensor: the output of Input() or of a layer call. Its batch dimension is None (-1).
+// A symbolic tensor. A model's symbols come from Input() and layer calls; their batch dimension is
+// None (-1). Inside a Layer's call (or a loss function) the symbols are that call's traced tensors,
+// with the batch the model is traced for; tandem/ops.h computes with both kinds.
 class Symbol {
  public:
   struct Node;  // producer layer, inputs, output shape
   Symbol() = default;
   explicit Symbol(std::shared_ptr<Node> node) : node_(std::move(node)) {}
+  // Inside a Layer's call: one of its weights, as a symbol (ops::matmul(x, kernel_)). Anywhere
+  // else this throws ValueError.
+  Symbol(const VariablePtr& weight);
   const Shape& shape() const;
   DType dtype() const;
   const std::shared_ptr<Node>& node() const { return node_; }
@@ -74,19 +83,42 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
   // Creates the weights for inputs of these shapes (batch excluded); called once, on first use.
   void build_for(const std::vector<Shape>& input_shapes);
-  // Emits the layer's ops into ctx's graph and returns its output (library use).
-  virtual graph::Value call(CallContext& ctx, const std::vector<graph::Value>& inputs) = 0;
+  // Emits the layer's ops into ctx's graph and returns its output (library use). The built-in
+  // layers override it; the default traces call().
+  virtual graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs);
 
  protected:
+  // A custom layer (Keras's subclassing): derive from Layer, pass a name prefix ("my_layer") and
+  // the user's name ("" = automatic) here, override class_name(), build() to add weights, call()
+  // and, to be saved whole and loaded by load_model, get_config() and register_layer().
   Layer(const std::string& class_prefix, const std::string& name);
   virtual void build(const std::vector<Shape>& /*input_shapes*/) {}
+  // The layer's output, computed from `inputs` with tandem/ops.h, the layer's weights and other
+  // layers (whose weights then become this layer's too). `training` is false in evaluate and
+  // predict. The default throws ValueError: a layer must override emit() or call().
+  virtual Symbol call(const std::vector<Symbol>& inputs, bool training);
+  // The layer's own constructor arguments (Keras's get_config without name, trainable and dtype,
+  // which config_json adds). The default throws ValueError: the layer cannot be saved whole.
+  virtual LayerConfig get_config() const;
   VariablePtr add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable = true);
 
  private:
+  std::string who() const;  // `Dense "dense_1"`, for messages
+  Symbol call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs);
+  void add_sublayer(const std::shared_ptr<Layer>& layer);
   std::string name_;
   bool built_ = false;
   std::vector<VariablePtr> weights_;
+  std::vector<std::shared_ptr<Layer>> sublayers_;
 };
+
+// What load_model calls to rebuild a custom layer of class `class_name` from its config (Keras's
+// from_config with register_keras_serializable). Register each class once, before loading, from
+// one thread (a static initialiser will do); registering a name twice is an error that the next
+// load reports with both places.
+using LayerFactory = std::function<std::shared_ptr<Layer>(const LayerConfig& config)>;
+void register_layer(const std::string& class_name, LayerFactory make,
+                    std::source_location where = std::source_location::current());
 
 // What layer factories return: shares the layer; calling it applies the layer (sharing weights).
 class LayerRef {

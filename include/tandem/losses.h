@@ -1,8 +1,12 @@
 // Loss functions (Keras 3 semantics: reduction "sum_over_batch_size", probabilities clipped to 1e-7).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <source_location>
 #include <string>
+
+#include "tandem/layer.h"
 
 namespace tandem {
 
@@ -36,8 +40,16 @@ LossPtr CategoricalCrossentropy(const CrossentropyOptions& options = {});
 LossPtr BinaryCrossentropy(const CrossentropyOptions& options = {});
 LossPtr MeanSquaredError();
 LossPtr MeanAbsoluteError();
-// Keras's string names ("sparse_categorical_crossentropy", "mse", ...); ValueError otherwise.
+// Keras's string names ("sparse_categorical_crossentropy", "mse", ...) and the names given to
+// register_loss; ValueError otherwise.
 LossPtr get(const std::string& name);
+
+// A loss written with tandem/ops.h (Keras's custom loss function): fn(y_true, y_pred) returns the
+// per-sample losses, shape (batch, ...), which compile averages over every element (Keras's
+// "sum_over_batch_size"). y_true has the targets' dtype as the data gives it. The loss is
+// registered under `name`, so get(name) and load_model find it; register each name once.
+using LossFn = std::function<Symbol(const Symbol& y_true, const Symbol& y_pred)>;
+LossPtr register_loss(const std::string& name, LossFn fn, std::source_location where = std::source_location::current());
 
 }  // namespace losses
 }  // namespace tandem

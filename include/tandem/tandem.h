@@ -11,6 +11,7 @@
 #include "tandem/layers.h"
 #include "tandem/losses.h"
 #include "tandem/model.h"
+#include "tandem/ops.h"
 #include "tandem/optimizers.h"
 #include "tandem/saving.h"
 #include "tandem/tensor.h"

@@ -59,6 +59,8 @@ Json dtype_policy_json() {
 
 Json int2_json(const Int2& v) { return Json::array({v.h, v.w}); }
 
+Json layer_basics_json(const std::string& name) { return {{"name", name}, {"trainable", true}, {"dtype", dtype_policy_json()}}; }
+
 ConfigReader::ConfigReader(std::string class_name, const Json& config) : class_name_(std::move(class_name)), config_(config) {
   if (!config_.is_object())
     throw ValueError(class_name_ + ": the layer's config must be a JSON object, got " + shorten(config_.dump()));

@@ -26,6 +26,8 @@ Json initializer_json(const std::string& name);
 // {"name": "float32"}, "registered_name": null}.
 Json dtype_policy_json();
 Json int2_json(const Int2& v);  // [h, w]
+// The keys every layer's config starts with, as Keras 3 writes them: name, trainable, dtype.
+Json layer_basics_json(const std::string& name);
 
 // Reads one config (a layer's, an optimizer's, a loss's). Every accessor throws ValueError naming
 // the class, the layer and the key: `Dense "fc": config key "units": expected a positive integer,

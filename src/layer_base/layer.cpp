@@ -1,4 +1,5 @@
 // Variables, the Layer base class and symbolic calls.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -51,12 +52,6 @@ Symbol Input(Shape shape, DType dtype, const std::string& name) {
 Layer::Layer(const std::string& class_prefix, const std::string& name)
     : name_(name.empty() ? unique_layer_name(class_prefix) : name) {}
 
-std::string Layer::config_json() const {
-  throw ValueError(class_name() + " \"" + name_ +
-                   "\": the layer has no config (it does not override config_json), so Model::save cannot store it; "
-                   "use save_weights");
-}
-
 int64_t Layer::count_params() const {
   int64_t n = 0;
   for (const auto& w : weights_) n += w->value().size();
@@ -91,12 +86,12 @@ void Layer::build_for(const std::vector<Shape>& input_shapes) {
 
 Symbol Layer::operator()(const Symbol& x) { return (*this)(std::vector<Symbol>{x}); }
 
+std::string Layer::who() const { return class_name() + " \"" + name_ + "\""; }
+
 Symbol Layer::operator()(const std::vector<Symbol>& xs) {
+  if (const std::shared_ptr<Trace> trace = common_trace(xs, who())) return call_inside(trace, xs);
   std::vector<Shape> shapes;
-  for (const Symbol& s : xs) {
-    if (!s.node()) throw ValueError(class_name() + " \"" + name_ + "\": called on an empty Symbol");
-    shapes.push_back(s.shape().without_batch());
-  }
+  for (const Symbol& s : xs) shapes.push_back(s.shape().without_batch());
   build_for(shapes);
   // The output shape comes from tracing this one call with a batch of 1 into a scratch graph.
   graph::Graph g;
@@ -105,7 +100,7 @@ Symbol Layer::operator()(const std::vector<Symbol>& xs) {
     ins.push_back(g.placeholder("in" + std::to_string(i), {shapes[i].with_batch(1), xs[i].dtype()}));
   CallContext ctx(g, false, g.placeholder("step", {Shape{}, DType::I64}));
   graph::ScopeGuard scope(g, name_);
-  const graph::Value y = call(ctx, ins);
+  const graph::Value y = emit(ctx, ins);
   auto node = std::make_shared<Symbol::Node>();
   node->layer = shared_from_this();
   node->inputs = xs;
@@ -113,6 +108,46 @@ Symbol Layer::operator()(const std::vector<Symbol>& xs) {
   node->shape[0] = -1;
   node->dtype = g.type(y).dtype;
   return Symbol(node);
+}
+
+// A layer called inside another layer's call(): it is traced into the same graph at once, and
+// becomes a sublayer of the caller, whose weights then include its weights.
+Symbol Layer::call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs) {
+  if (!trace->ctx)
+    throw ValueError(who() + ": layers cannot be called in " + trace->owner + "; a loss function computes with tandem::ops only");
+  if (trace->layer == this) throw ValueError(who() + ": its call() calls the layer itself");
+  const std::shared_ptr<Layer> self = weak_from_this().lock();
+  if (!self)
+    throw ValueError(who() + ": a layer called inside " + trace->owner +
+                     "'s call() must be held by a std::shared_ptr (make it with a factory such as layers::Dense, or std::make_shared)");
+  std::vector<Shape> shapes;
+  std::vector<graph::Value> ins;
+  for (const Symbol& s : xs) {
+    shapes.push_back(s.shape().without_batch());
+    ins.push_back(s.node()->value);
+  }
+  build_for(shapes);
+  if (trace->layer) trace->layer->add_sublayer(self);
+  graph::ScopeGuard scope(trace->g, name_);
+  return traced_symbol(trace, emit(*trace->ctx, ins));
+}
+
+void Layer::add_sublayer(const std::shared_ptr<Layer>& layer) {
+  if (std::find(sublayers_.begin(), sublayers_.end(), layer) != sublayers_.end()) return;
+  sublayers_.push_back(layer);
+  for (const VariablePtr& w : layer->weights_)
+    if (std::find(weights_.begin(), weights_.end(), w) == weights_.end()) weights_.push_back(w);
+}
+
+graph::Value Layer::emit(CallContext& ctx, const std::vector<graph::Value>& inputs) {
+  TraceScope scope(ctx.g, &ctx, this, who());
+  std::vector<Symbol> xs;
+  for (graph::Value v : inputs) xs.push_back(scope.symbol(v));
+  return scope.value(call(xs, ctx.training), "the output of call()");
+}
+
+Symbol Layer::call(const std::vector<Symbol>&, bool) {
+  throw ValueError(who() + ": the layer does not compute anything; a custom layer must override call(inputs, training)");
 }
 
 }  // namespace tandem

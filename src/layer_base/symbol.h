@@ -1,23 +1,63 @@
-// The recorded functional graph: which layer produced a symbol from which inputs.
+// The recorded functional graph (which layer produced a symbol from which inputs), and the traced
+// symbols a custom layer's call computes with.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "graph/graph.h"
 #include "tandem/layer.h"
 
 namespace tandem {
 
+class CallContext;
+
+// One traced call of a custom layer's call() (or of a loss function) into a graph. Its symbols
+// are valid only while it is open: a symbol kept past its call is refused by name.
+struct Trace {
+  graph::Graph& g;
+  CallContext* ctx;   // null in a loss function: no weights, layers or training flag there
+  Layer* layer;       // the layer whose call this is (null in a loss); layers called in it are its sublayers
+  std::string owner;  // for messages: `ResidualDense "res"`, `loss "huber"`
+  bool open = true;
+};
+
 struct Symbol::Node {
-  std::shared_ptr<Layer> layer;  // null for a model input
+  std::shared_ptr<Layer> layer;  // null for a model input and for a traced symbol
   std::vector<Symbol> inputs;
-  Shape shape;                   // batch dimension -1
+  Shape shape;                   // batch dimension -1 (a traced symbol: the traced batch)
   DType dtype = DType::F32;
   std::string input_name;        // for model inputs
+  std::shared_ptr<Trace> trace;  // set for a traced symbol, whose value is `value`
+  graph::Value value;
 };
 
 // Unique name "dense", "dense_1", ... per prefix, like Keras's auto-naming.
 std::string unique_layer_name(const std::string& prefix);
+
+// Opens a trace and makes it the thread's current one (for weights used as symbols) until the
+// scope ends; nested layers' traces stack.
+class TraceScope {
+ public:
+  TraceScope(graph::Graph& g, CallContext* ctx, Layer* layer, std::string owner);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+  const std::shared_ptr<Trace>& trace() const { return trace_; }
+  Symbol symbol(graph::Value v) const;  // a traced symbol of this trace
+  // The graph value of `s`, which must be a symbol of this trace; `what` names it for errors.
+  graph::Value value(const Symbol& s, const std::string& what) const;
+
+ private:
+  std::shared_ptr<Trace> trace_;
+  const std::shared_ptr<Trace>* previous_;
+};
+
+Symbol traced_symbol(const std::shared_ptr<Trace>& trace, graph::Value v);
+// The open trace that the traced ones among `xs` share; null if none of them is traced. Throws
+// ValueError (naming `op`) for a closed trace, symbols of two traces, or traced symbols mixed
+// with a model's symbols.
+std::shared_ptr<Trace> common_trace(const std::vector<Symbol>& xs, const std::string& op);
 
 }  // namespace tandem

@@ -5,6 +5,7 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
+#include "losses/custom_loss.h"
 #include "tandem/losses.h"
 
 namespace tandem {
@@ -87,9 +88,10 @@ LossPtr get(const std::string& name) {
   if (name == "binary_crossentropy") return BinaryCrossentropy();
   if (name == "mse" || name == "mean_squared_error") return MeanSquaredError();
   if (name == "mae" || name == "mean_absolute_error") return MeanAbsoluteError();
+  if (LossPtr custom = registered_loss(name)) return custom;
   throw ValueError("compile: unknown loss '" + name +
                    "'; expected one of sparse_categorical_crossentropy, categorical_crossentropy, binary_crossentropy, "
-                   "mean_squared_error (mse), mean_absolute_error (mae)");
+                   "mean_squared_error (mse), mean_absolute_error (mae), or a name given to losses::register_loss");
 }
 
 }  // namespace tandem::losses

@@ -156,7 +156,11 @@ Json compile_config(const CompileSettings& s, ConfigForm form) {
   };
   const Json optimizer = object("keras.optimizers", class_of(kOptimizers, s.optimizer->name()),
                                 parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\""));
-  const Json loss = object("keras.losses", class_of(kLosses, s.loss->name()), parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\""));
+  // A registered loss function is saved by name, which load_model looks up with losses::get.
+  const std::string loss_class = class_of(kLosses, s.loss->name());
+  const Json loss = loss_class == s.loss->name()
+                        ? Json(s.loss->name())
+                        : object("keras.losses", loss_class, parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\""));
   if (form == ConfigForm::hdf5)
     return {{"loss", loss}, {"metrics", s.metrics}, {"loss_weights", nullptr}, {"weighted_metrics", nullptr}, {"optimizer_config", optimizer}};
   return {{"optimizer", optimizer},   {"loss", loss},        {"loss_weights", nullptr},   {"metrics", s.metrics},

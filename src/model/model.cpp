@@ -26,6 +26,9 @@ void Model::Impl::set_graph(const Symbol& in, const Symbol& out) {
   bool reaches_input = false;
   std::function<void(const std::shared_ptr<Symbol::Node>&)> visit = [&](const std::shared_ptr<Symbol::Node>& n) {
     if (!seen.insert(n.get()).second) return;
+    if (n->trace)
+      throw ValueError("Model \"" + name + "\": a symbol computed inside " + n->trace->owner +
+                       "'s call() cannot be a model's input or output; use the symbol the layer's call returns");
     if (!n->layer) {
       if (n != in.node()) throw ValueError("Model \"" + name + "\": the output depends on input \"" + n->input_name + "\", which is not the model's input");
       reaches_input = true;
@@ -45,7 +48,7 @@ graph::Value Model::Impl::trace(CallContext& ctx, graph::Value x) const {
     std::vector<graph::Value> ins;
     for (const Symbol& s : call->inputs) ins.push_back(value.at(s.node().get()));
     graph::ScopeGuard scope(ctx.g, call->layer->name());
-    value[call.get()] = call->layer->call(ctx, ins);
+    value[call.get()] = call->layer->emit(ctx, ins);
   }
   return value.at(output.node().get());
 }
@@ -73,8 +76,10 @@ graph::Graph Model::Impl::layer_graph(int64_t rows) const {
 
 std::vector<VariablePtr> Model::Impl::weights() const {
   std::vector<VariablePtr> out;
+  std::set<int> seen;  // a layer may also be a sublayer of a custom layer, with the same weights
   for (const auto& l : layers)
-    for (const auto& w : l->weights()) out.push_back(w);
+    for (const auto& w : l->weights())
+      if (seen.insert(w->id()).second) out.push_back(w);
   return out;
 }
 

@@ -49,6 +49,10 @@ Json layer_entry(const std::string& class_name, Json config, const std::vector<S
   for (const char* key : kCallArguments) config.erase(key);
   if (form == ConfigForm::hdf5) return {{"class_name", class_name}, {"config", config}};
   Json entry{{"module", "keras.layers"}, {"class_name", class_name}, {"config", config}, {"registered_name", nullptr}};
+  if (layers::is_custom_layer_class(class_name)) {  // as Keras writes a class registered under its default package
+    entry["module"] = nullptr;
+    entry["registered_name"] = "Custom>" + class_name;
+  }
   if (class_name == "InputLayer" || inputs.empty() || kBuiltAtConstruction.count(class_name)) return entry;
   if (class_name == "MultiHeadAttention") {  // Keras builds it from named shapes
     Json shapes{{"query_shape", shape_json(inputs[0])}, {"value_shape", shape_json(inputs[1])}};

@@ -18,6 +18,24 @@ Value sub(Graph& g, Value a, Value b);
 Value mul(Graph& g, Value a, Value b);
 Value div(Graph& g, Value a, Value b);
 
+// Elementwise math (ops/math.cpp).
+Value exp(Graph& g, Value x);
+Value log(Graph& g, Value x);
+Value sqrt(Graph& g, Value x);
+Value square(Graph& g, Value x);
+Value abs(Graph& g, Value x);
+Value sign(Graph& g, Value x);  // -1, 0 or 1; no gradient
+
+// Comparisons and choices (ops/compare.cpp), broadcasting. `op` is one of greater, greater_equal,
+// less, less_equal, equal_to, not_equal; the result is 1 or 0 in the operands' float dtype.
+Value compare(Graph& g, const char* op, Value a, Value b);
+Value maximum(Graph& g, Value a, Value b);
+Value minimum(Graph& g, Value a, Value b);
+Value where(Graph& g, Value cond, Value x, Value y);  // x where cond != 0, else y
+
+// One-hot rows of integer class ids (ops/one_hot.cpp): shape ids + (depth,), `dtype` a float.
+Value one_hot(Graph& g, Value ids, int64_t depth, DType dtype);
+
 Value relu(Graph& g, Value x);
 Value sigmoid(Graph& g, Value x);
 Value tanh(Graph& g, Value x);
@@ -33,6 +51,7 @@ Value clip_by_value(Graph& g, Value x, double limit);
 Value sum_of_squares(Graph& g, Value x);
 Value scale_by_norm(Graph& g, Value x, Value sum_of_squares, double limit);
 Value reduce_mean(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
+Value reduce_max(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
 Value sum_to(Graph& g, Value x, Shape shape);      // undoes broadcasting: sums the broadcast axes
 Value broadcast_to(Graph& g, Value x, Shape shape);
 

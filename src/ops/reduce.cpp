@@ -1,4 +1,4 @@
-// reduce_sum and reduce_mean over a set of axes, and sum_to (the adjoint of broadcasting).
+// reduce_sum, reduce_mean and reduce_max over a set of axes, and sum_to (the adjoint of broadcasting).
 #include <algorithm>
 
 #include "ops/layout_rules.h"
@@ -69,11 +69,25 @@ REGISTER_OP(.name = "reduce_mean", .infer = infer_reduce("reduce_mean"), .grad =
   c.set(0, spread(c, static_cast<double>(out.num_elements()) / static_cast<double>(in.num_elements())));
 }, .layout = reduce_layout(false));
 
+// The gradient of a maximum is shared evenly among the elements equal to it, as JAX shares it.
+REGISTER_OP(.name = "reduce_max", .infer = infer_reduce("reduce_max"), .grad = [](GradContext& c) {
+  const Shape in = c.input_type(0).shape;
+  const std::vector<int64_t> axes = normalized_axes(c.attrs(), in.rank(), "reduce_max");
+  const Shape kept = reduced_shape(in, axes, true);
+  const Value winners = compare(c.g, "equal_to", c.input(0), broadcast_to(c.g, reshape(c.g, c.output(), kept), in));
+  const Value share = div(c.g, winners, reduce_sum(c.g, winners, axes, true));
+  c.set(0, mul(c.g, share, spread(c, 1.0)));
+}, .layout = reduce_layout(false));
+
 Value reduce_sum(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims) {
   return g.add("reduce_sum", {x}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});
 }
 Value reduce_mean(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims) {
   return g.add("reduce_mean", {x}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});
+}
+
+Value reduce_max(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims) {
+  return g.add("reduce_max", {x}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});
 }
 
 Value sum_to(Graph& g, Value x, Shape shape) {

@@ -1,33 +1,11 @@
 // Activations and their gradients, elementwise over contiguous buffers.
 #include <cmath>
 
-#include "backend/cpu/kernel_util.h"
+#include "backend/cpu/elementwise.h"
 
 namespace tandem::backend::cpu {
 
 namespace {
-template <class T, class F>
-KernelFn map1(const KernelInit& k, F f) {
-  const T* x = in<T>(k, 0);
-  T* y = out<T>(k);
-  Context* ctx = &context(k);
-  const int64_t n = numel(k.out_type());
-  return [=] { ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) y[i] = f(x[i]); }); };
-}
-
-// dx = f(dy, second input), where the second input is the forward output (or input, for gelu).
-template <class T, class F>
-KernelFn map2(const KernelInit& k, F f) {
-  const T* dy = in<T>(k, 0);
-  const T* s = in<T>(k, 1);
-  T* dx = out<T>(k);
-  Context* ctx = &context(k);
-  const int64_t n = numel(k.out_type());
-  return [=] {
-    ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) dx[i] = f(dy[i], s[i]); });
-  };
-}
-
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
