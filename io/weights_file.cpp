@@ -43,32 +43,12 @@ std::vector<VariablePtr> optimizer_weights(const WeightsModel& m) {
   return m.optimizer_weights.empty() ? trainable_weights(m) : m.optimizer_weights;
 }
 
-// Tandem keeps each weight's slots together, [iteration, lr, w0.s0, w0.s1, w1.s0, w1.s1, ...], for
-// the weights in the order it was built with. Keras lists the weights in its layer order; its
-// Adam, AdamW and SGD interleave slots the same way, its RMSprop stores blocks: every velocity,
-// then every momentum.
+// Keras lists the weights in its layer order; the optimizer lists its variables for them as its
+// Keras class does (Optimizer::keras_variables: slots weight by weight or in blocks, then state
+// such as Nadam's u_product).
 VarsGroup optimizer_group(const WeightsModel& m) {
   const Optimizer& opt = *m.optimizer;
-  VarsGroup g{"optimizer", keras_optimizer_name(opt.name()), {}, "optimizer \"" + opt.name() + "\""};
-  const auto& vars = opt.variables();
-  const std::vector<VariablePtr> built = optimizer_weights(m), keras = trainable_weights(m);
-  const std::size_t n = built.size(), slots = vars.size() - 2;
-  if (slots && (n == 0 || slots % n != 0 || keras.size() != n))
-    throw Error(g.owner + ": has " + std::to_string(slots) + " slot variables for " + std::to_string(n) + " trainable weights");
-  const std::size_t per = n ? slots / n : 0;
-  std::vector<std::size_t> at;  // Keras's j-th weight is Tandem's at[j]-th
-  for (const VariablePtr& w : keras)
-    at.push_back(static_cast<std::size_t>(std::find(built.begin(), built.end(), w) - built.begin()));
-  g.variables = {vars[0], vars[1]};
-  if (!per) return g;
-  const bool blocks = opt.name() == "rmsprop";
-  for (std::size_t outer = 0; outer < (blocks ? per : n); ++outer)
-    for (std::size_t inner = 0; inner < (blocks ? n : per); ++inner) {
-      const std::size_t j = blocks ? inner : outer, s = blocks ? outer : inner;
-      if (at[j] >= n) throw Error(g.owner + ": has no slots for weight \"" + keras[j]->path() + "\"");
-      g.variables.push_back(vars[2 + at[j] * per + s]);
-    }
-  return g;
+  return {"optimizer", keras_optimizer_name(opt.name()), opt.keras_variables(trainable_weights(m)), "optimizer \"" + opt.name() + "\""};
 }
 
 // MultiHeadAttention's weights are named "<projection>/kernel"; Keras keeps each projection in a
@@ -169,7 +149,8 @@ std::vector<VarsGroup> weights_layout(const WeightsModel& m) {
     auto [it, fresh] = used.try_emplace(base, 0);
     return fresh ? base : base + "_" + std::to_string(++it->second);
   };
-  if (m.functional) out.push_back({"layers/" + unique("input_layer"), m.input_name, {}, "InputLayer \"" + m.input_name + "\""});
+  if (m.functional)
+    for (const std::string& input : m.input_names) out.push_back({"layers/" + unique("input_layer"), input, {}, "InputLayer \"" + input + "\""});
   for (const auto& layer : m.layers) {
     const std::string path = "layers/" + unique(to_snake_case(layer->class_name()));
     if (layer->class_name() == "MultiHeadAttention") {

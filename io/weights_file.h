@@ -30,7 +30,7 @@ class H5File;
 struct WeightsModel {
   std::string name;
   bool functional = false;  // Functional models get an empty layers/input_layer group, like Keras
-  std::string input_name;   // that group's name attribute
+  std::vector<std::string> input_names;  // one such group per input, named after it
   std::vector<std::shared_ptr<Layer>> layers;  // in Keras's order (Model.layers), each layer once
   OptimizerPtr optimizer;   // null when the model is not compiled
   // The trainable weights in the order the optimizer keeps their slots (the order it was built

@@ -9,7 +9,7 @@
 namespace tandem::layers {
 
 std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none) {
-  Json config = config::layer_basics_json(layer.name());
+  Json config = config::layer_basics_json(layer.name(), layer.dtype());
   for (const auto& [key, value] : args.items()) config[key] = value;
   for (const char* key : none) config[key] = nullptr;
   return config.dump();

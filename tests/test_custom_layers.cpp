@@ -90,24 +90,26 @@ json reference() {
   return json::parse(in);
 }
 
+template <class T = float>
 tandem::Tensor tensor(const json& values, tandem::Shape shape) {
-  std::vector<float> v;
+  std::vector<T> v;
   for (const auto& x : values) {
     if (x.is_array())
-      for (const auto& e : x) v.push_back(e.get<float>());
+      for (const auto& e : x) v.push_back(e.get<T>());
     else
-      v.push_back(x.get<float>());
+      v.push_back(x.get<T>());
   }
-  return tandem::Tensor::from(std::move(shape), std::span<const float>(v));
+  return tandem::Tensor::from(std::move(shape), std::span<const T>(v));
 }
 
 // Largest |a − b| over the tensor, relative to the largest |b|.
 double relative_difference(const tandem::Tensor& a, const json& b) {
-  const auto av = a.values<float>();
+  const tandem::Tensor a64 = a.cast(tandem::DType::F64);
+  const auto av = a64.values<double>();
   REQUIRE(av.size() == b.size());
   double diff = 0, scale = 0;
   for (std::size_t i = 0; i < av.size(); ++i) {
-    diff = std::max(diff, std::abs(double(av[i]) - b[i].get<double>()));
+    diff = std::max(diff, std::abs(av[i] - b[i].get<double>()));
     scale = std::max(scale, std::abs(b[i].get<double>()));
   }
   return diff / scale;
@@ -118,16 +120,16 @@ struct Built {
   tandem::LayerRef dense, residual, head;
 };
 
-Built build_model(const json& ref) {
+Built build_model(const json& ref, tandem::DType dtype = tandem::DType::F32) {
   Built b{nullptr, tl::Dense(16, "relu"), tandem::LayerRef(std::make_shared<ResidualDense>(16, "residual")),
           tandem::LayerRef(std::make_shared<ScaledHead>(3, "head"))};
-  const Symbol x = tandem::Input({8});
+  const Symbol x = tandem::Input({8}, dtype);
   b.model = std::make_unique<tandem::Model>(x, b.head(b.residual(b.dense(x))));
   const json& w = ref["initial"];
-  b.dense->set_weights({tensor(w["dense/kernel"], {8, 16}), tensor(w["dense/bias"], {16})});
-  b.residual->set_weights({tensor(w["residual/kernel"], {16, 16}), tensor(w["residual/bias"], {16}), tensor(w["residual/gate"], {16})});
-  b.head->set_weights({tensor(w["head/scale"], {3}), tensor(w["head/kernel"], {16, 3}), tensor(w["head/bias"], {3})});
-  b.model->compile({.optimizer = tandem::optimizers::SGD(0.05, {.momentum = 0.9}), .loss = "huber_delta_1"});
+  b.dense->set_weights({tensor<double>(w["dense/kernel"], {8, 16}), tensor<double>(w["dense/bias"], {16})});
+  b.residual->set_weights({tensor<double>(w["residual/kernel"], {16, 16}), tensor<double>(w["residual/bias"], {16}), tensor<double>(w["residual/gate"], {16})});
+  b.head->set_weights({tensor<double>(w["head/scale"], {3}), tensor<double>(w["head/kernel"], {16, 3}), tensor<double>(w["head/bias"], {3})});
+  b.model->compile({.optimizer = tandem::optimizers::SGD(0.0625, {.momentum = 0.9}), .loss = "huber_delta_1"});
   return b;
 }
 
@@ -157,6 +159,37 @@ TEST_CASE("custom layers and a custom loss train as PyTorch does from the same w
   for (const auto& row : ref["predictions"])
     for (const auto& v : row) flat.push_back(v);
   CHECK(relative_difference(b.model->predict(x), flat) <= 1e-5);
+}
+
+TEST_CASE("float64 end to end: the same model in float64 ends at PyTorch's float64 weights within 1e-12") {
+  const json ref = reference();
+  Built b = build_model(ref, tandem::DType::F64);
+  for (const auto& w : b.model->weights()) CHECK(w->value().dtype() == tandem::DType::F64);
+  CHECK(b.head->dtype() == tandem::DType::F64);
+  const tandem::Tensor x = tensor<double>(ref["x"], {32, 8}), y = tensor<double>(ref["y"], {32, 3});
+  const tandem::History h = b.model->fit(x, y, {.epochs = 3, .batch_size = 16, .shuffle = false, .verbose = 0});
+  for (int e = 0; e < 3; ++e)
+    CHECK(h.history.at("loss")[std::size_t(e)] == doctest::Approx(ref["epoch_losses"][e].get<double>()).epsilon(1e-12));
+  const std::vector<tandem::Tensor> got = b.model->get_weights();
+  const char* names[] = {"dense/kernel", "dense/bias", "residual/kernel", "residual/bias", "residual/gate", "head/scale", "head/kernel", "head/bias"};
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO(names[i]);
+    CHECK(got[i].dtype() == tandem::DType::F64);
+    CHECK(relative_difference(got[i], ref["final"][names[i]]) <= 1e-12);
+  }
+  const tandem::Tensor p = b.model->predict(x);
+  CHECK(p.dtype() == tandem::DType::F64);
+  // Saved and loaded, it stays float64 and predicts the same bits.
+  const auto dir = scratch.fresh("f64");
+  for (const char* file : {"model.keras", "model.h5"}) {
+    INFO(file);
+    b.model->save((dir / file).string());
+    const auto loaded = tandem::load_model((dir / file).string());
+    CHECK(loaded->weights()[0]->value().dtype() == tandem::DType::F64);
+    const tandem::Tensor q = loaded->predict(x);
+    REQUIRE(q.dtype() == tandem::DType::F64);
+    CHECK(std::equal(p.values<double>().begin(), p.values<double>().end(), q.values<double>().begin()));
+  }
 }
 
 TEST_CASE("a model with custom layers and a custom loss saves and loads with load_model") {

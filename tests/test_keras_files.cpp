@@ -129,7 +129,7 @@ TEST_CASE("keras files: a layer config with a key or value Tandem does not imple
   tandem::layers::Json norm = config_of("layer_normalization");
   norm["dtype"] = "mixed_float16";
   CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("LayerNormalization", norm),
-                       doctest::Contains("config key \"dtype\": expected \"float32\" or Keras's DTypePolicy"), tandem::ValueError);
+                       doctest::Contains("config key \"dtype\": expected \"float32\", \"float64\" or Keras's DTypePolicy"), tandem::ValueError);
 }
 
 TEST_CASE("keras files: Keras 3 archives and legacy .h5 files load, predict as Keras did and continue training as Keras did") {

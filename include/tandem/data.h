@@ -10,11 +10,13 @@
 
 namespace tandem {
 
-// Features x and targets y with the same number of rows (dimension 0).
+// Features x and targets y with the same number of rows (dimension 0). A model with several
+// inputs or outputs takes one tensor per input and one per output, in the model's order.
 class Dataset {
  public:
   Dataset() = default;
   Dataset(Tensor x, Tensor y);  // throws ValueError naming both lengths if they differ
+  Dataset(std::vector<Tensor> x, std::vector<Tensor> y);  // at least one of each, all of one row count
 
   // From arrays the caller holds (row-major, rows first), copied: x_shape and y_shape say how
   // many values each holds. X and Y are float, double, int32_t or int64_t. A vector whose size is
@@ -31,9 +33,11 @@ class Dataset {
     return from_spans(std::span<const X>(x, nx), std::move(x_shape), std::span<const Y>(y, ny), std::move(y_shape));
   }
 
-  int64_t size() const { return x_.empty() ? 0 : x_.shape()[0]; }
-  const Tensor& x() const { return x_; }
-  const Tensor& y() const { return y_; }
+  int64_t size() const { return xs_.empty() ? 0 : xs_[0].shape()[0]; }
+  const Tensor& x() const { return xs_.at(0); }  // the first input's
+  const Tensor& y() const { return ys_.at(0); }  // the first output's
+  const std::vector<Tensor>& xs() const { return xs_; }
+  const std::vector<Tensor>& ys() const { return ys_; }
   Dataset slice(int64_t begin, int64_t end) const;  // rows [begin, end), copied
 
  private:
@@ -48,7 +52,7 @@ class Dataset {
   }
   static void check_count(std::size_t count, const Shape& shape, const char* what);
   static void check_pointer(const void* p, const Shape& shape, const char* what);
-  Tensor x_, y_;
+  std::vector<Tensor> xs_, ys_;
 };
 
 namespace datasets {

@@ -73,6 +73,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // throws ValueError, so a model with a layer that does not override it cannot be saved whole.
   virtual std::string config_json() const;
   bool built() const { return built_; }
+  // The float dtype the layer computes in and keeps its weights in: its first float input's
+  // when it was built (float32 or float64), float32 for integer inputs.
+  DType dtype() const { return dtype_; }
   const std::vector<VariablePtr>& weights() const { return weights_; }
   int64_t count_params() const;
   std::vector<Tensor> get_weights() const;
@@ -106,8 +109,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::string who() const;  // `Dense "dense_1"`, for messages
   Symbol call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs);
   void add_sublayer(const std::shared_ptr<Layer>& layer);
+  void take_dtype(const std::vector<Symbol>& xs);  // before the first build
   std::string name_;
   bool built_ = false;
+  DType dtype_ = DType::F32;
   std::vector<VariablePtr> weights_;
   std::vector<std::shared_ptr<Layer>> sublayers_;
 };

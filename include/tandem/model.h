@@ -35,8 +35,15 @@ struct LossArg {
 
 struct CompileOptions {
   OptimizerArg optimizer = "rmsprop";
-  LossArg loss{};
-  std::vector<std::string> metrics{}; // "accuracy", "mae", "mse", ...
+  LossArg loss{};  // for every output
+  // A model with several outputs may take one loss per output instead, in the model's output
+  // order (Keras's list form), and weigh them in the total loss (Keras's loss_weights; all 1 when
+  // empty). History and evaluate report the total as "loss" and each output's own, unweighted,
+  // as "<output layer>_loss".
+  std::vector<LossArg> losses{};
+  std::vector<double> loss_weights{};
+  std::vector<std::string> metrics{}; // "accuracy", "mae", "mse", ...; with several outputs, for each ("<output layer>_accuracy")
+  std::vector<std::vector<std::string>> output_metrics{};  // or one list per output
   distribute::StrategyPtr strategy{}; // Default() when empty
 };
 
@@ -46,6 +53,14 @@ struct FitOptions {
   bool shuffle = true;
   std::optional<Dataset> validation_data{};
   double validation_split = 0.0;  // the last fraction of the data, taken before shuffling
+  // Per-row weights of the training loss (Keras's sample_weight), shape (rows,): each row's loss
+  // is multiplied by its weight and the mean is still over all rows (Keras's
+  // "sum_over_batch_size"). With several outputs, every output's loss. Metrics stay unweighted.
+  std::optional<Tensor> sample_weight{};
+  // Or weights by class id (Keras's class_weight), for a model with one output: each row's loss
+  // is multiplied by the weight of its target class (integer ids, or the argmax of one-hot
+  // targets); classes not listed weigh 1.
+  std::map<int64_t, double> class_weight{};
   // 0 silent, 1 progress bar, 2 one line per epoch. When standard output is not a terminal (a log
   // file, a pipe), 1 prints as 2 does, as Keras's verbose="auto" does.
   int verbose = 1;
@@ -89,6 +104,9 @@ struct PredictOptions {
 class Model {
  public:
   Model(const Symbol& input, const Symbol& output, const std::string& name = "");
+  // Several inputs and outputs (keras.Model([a, b], [c, d])): fit, evaluate and predict then take
+  // one tensor per input and per output, in these orders.
+  Model(const std::vector<Symbol>& inputs, const std::vector<Symbol>& outputs, const std::string& name = "");
   virtual ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -97,10 +115,22 @@ class Model {
   void compile(const CompileOptions& options);
   History fit(const Dataset& data, const FitOptions& options = {});
   History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
+  History fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const FitOptions& options = {});
   Logs evaluate(const Dataset& data, const EvaluateOptions& options = {});
   Logs evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options = {});
-  Tensor predict(const Tensor& x, const PredictOptions& options = {});
+  Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const EvaluateOptions& options = {});
+  Tensor predict(const Tensor& x, const PredictOptions& options = {});  // a model with one input and one output
+  std::vector<Tensor> predict(const std::vector<Tensor>& x, const PredictOptions& options = {});  // one per output
 
+  // One batch at a time (Keras's train_on_batch, test_on_batch, predict_on_batch): x and y are the
+  // whole batch. train_on_batch runs one update and returns that batch's loss and metrics, as
+  // computed before the update; test_on_batch evaluates the batch; predict_on_batch predicts it.
+  Logs train_on_batch(const Tensor& x, const Tensor& y);
+  Logs train_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
+  Logs test_on_batch(const Tensor& x, const Tensor& y);
+  Logs test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
+  Tensor predict_on_batch(const Tensor& x);
+  std::vector<Tensor> predict_on_batch(const std::vector<Tensor>& x);
   void summary(std::ostream& out = std::cout);
   std::string summary_string();
   std::vector<std::shared_ptr<Layer>> layers() const;
@@ -140,7 +170,10 @@ class Model {
  private:
   struct Impl;
   friend std::unique_ptr<Model> load_model(const std::string& path);  // tandem/saving.h
+  friend struct ModelPlotAccess;  // src/model/plot_model.cpp reads the layer calls and the placement
   Dataset prepare(const Dataset& data, const char* where);  // validates and converts x and y
+  std::vector<Tensor> check_inputs(const std::vector<Tensor>& xs) const;  // shapes checked, dtypes converted
+  std::optional<Tensor> row_weights(const Dataset& data, const FitOptions& o) const;  // from sample_weight or class_weight
   std::unique_ptr<Impl> impl_;
   FitProgress progress_;
   std::optional<FitProgress> resume_;

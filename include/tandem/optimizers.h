@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tandem/layer.h"
@@ -58,8 +59,14 @@ class Optimizer {
   // nothing changed) without a schedule.
   bool follow_schedule(int64_t updates);
   int64_t iterations() const;            // updates applied so far
-  // Every variable the optimizer owns: iterations, learning_rate, then slots in variable order.
+  // Every variable the optimizer owns: iterations, learning_rate, the slots in variable order,
+  // then the optimizer-wide state (Nadam's u_product).
   const std::vector<VariablePtr>& variables() const { return variables_; }
+  // Library use: the same variables in the order Keras's optimizer.variables lists them, for the
+  // trainable `weights` in Keras's order (what a `.weights.h5` file stores): iteration,
+  // learning_rate, the slots as the Keras class creates them, then the state. An Error when the
+  // optimizer is built for other weights.
+  std::vector<VariablePtr> keras_variables(const std::vector<VariablePtr>& weights) const;
 
   // Library use: creates slots for these trainable variables (once), and emits one update per
   // variable into g, reading gradient grads[i] (graph values) for vars[i].
@@ -74,9 +81,21 @@ class Optimizer {
   std::string base_config_json() const;
   // Slot names per variable, e.g. {"momentum", "velocity"} for Adam (Keras's names).
   virtual std::vector<std::string> slot_names() const = 0;
-  // Emits the update of `var` with gradient `grad`; slots[i] are this variable's slot values.
+  // What every slot starts at (Adagrad's initial_accumulator_value).
+  virtual double slot_initial_value() const { return 0.0; }
+  // Keras creates the slots of some classes in blocks (every velocity, then every momentum: RMSprop)
+  // rather than weight by weight; only the order of keras_variables() depends on it.
+  virtual bool keras_slot_blocks() const { return false; }
+  // Optimizer-wide variables and their starting values, e.g. {{"u_product", 1.0}} for Nadam: made
+  // at the first build, with the first trainable variable's dtype, as Keras makes them.
+  virtual std::vector<std::pair<std::string, double>> state_variables() const { return {}; }
+  // Emits the update of `var` with gradient `grad`; slots[i] are this variable's slot values,
+  // state[i] the optimizer-wide variables' values before this step.
   virtual void emit_update(graph::Graph& g, const graph::Value& var, const graph::Value& grad, const graph::Value& lr,
-                           const graph::Value& iteration, const std::vector<graph::Value>& slots) const = 0;
+                           const graph::Value& iteration, const std::vector<graph::Value>& slots,
+                           const std::vector<graph::Value>& state) const = 0;
+  // Emits the step's update of the optimizer-wide state; it runs after every variable's update.
+  virtual void emit_state_update(graph::Graph&, const graph::Value& /*iteration*/, const std::vector<graph::Value>& /*state*/) const {}
 
  private:
   // The gradients after clipping (the same values when none is set).
@@ -84,6 +103,7 @@ class Optimizer {
   std::vector<VariablePtr> variables_;
   std::vector<std::vector<VariablePtr>> slots_;  // per trainable variable, in build order
   std::vector<int> slot_owner_ids_;              // the trainable variable each slots_ entry belongs to
+  std::vector<VariablePtr> state_;               // state_variables(), last in variables_
   SchedulePtr schedule_;
   GradientClipping clipping_;
 };
@@ -95,12 +115,19 @@ struct SGDOptions { double momentum = 0.0; bool nesterov = false; GradientClippi
 struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
 struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
 struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; GradientClipping clipping{}; };
+struct AdagradOptions { double initial_accumulator_value = 0.1, epsilon = 1e-7; GradientClipping clipping{}; };
+struct NadamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
+struct LionOptions { double beta_1 = 0.9, beta_2 = 0.99; GradientClipping clipping{}; };
 
 OptimizerPtr SGD(const LearningRate& learning_rate = 0.01, const SGDOptions& options = {});
 OptimizerPtr Adam(const LearningRate& learning_rate = 0.001, const AdamOptions& options = {});
 OptimizerPtr AdamW(const LearningRate& learning_rate = 0.001, const AdamWOptions& options = {});
 OptimizerPtr RMSprop(const LearningRate& learning_rate = 0.001, const RMSpropOptions& options = {});
-// "sgd", "adam", "adamw", "rmsprop" with default arguments; ValueError for other names.
+OptimizerPtr Adagrad(const LearningRate& learning_rate = 0.001, const AdagradOptions& options = {});
+OptimizerPtr Nadam(const LearningRate& learning_rate = 0.001, const NadamOptions& options = {});
+OptimizerPtr Lion(const LearningRate& learning_rate = 0.001, const LionOptions& options = {});
+// "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "lion" with default arguments; ValueError
+// for other names.
 OptimizerPtr get(const std::string& name);
 
 }  // namespace optimizers

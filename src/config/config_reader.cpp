@@ -53,13 +53,15 @@ Json initializer_json(const std::string& name) {
   return name;
 }
 
-Json dtype_policy_json() {
-  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", "float32"}}}, {"registered_name", nullptr}};
+Json dtype_policy_json(DType dtype) {
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", dtype_name(dtype)}}}, {"registered_name", nullptr}};
 }
 
 Json int2_json(const Int2& v) { return Json::array({v.h, v.w}); }
 
-Json layer_basics_json(const std::string& name) { return {{"name", name}, {"trainable", true}, {"dtype", dtype_policy_json()}}; }
+Json layer_basics_json(const std::string& name, DType dtype) {
+  return {{"name", name}, {"trainable", true}, {"dtype", dtype_policy_json(dtype)}};
+}
 
 ConfigReader::ConfigReader(std::string class_name, const Json& config) : class_name_(std::move(class_name)), config_(config) {
   if (!config_.is_object())
@@ -91,11 +93,13 @@ void ConfigReader::read_layer_basics() const {
   name();
   read_.insert("name");
   expect("trainable", true);
+  // A layer computes in the float dtype of its inputs, so the config's says no more than they do.
   const Json* dtype = value("dtype");
-  if (!dtype || dtype->is_null() || *dtype == "float32") return;
+  if (!dtype || dtype->is_null() || *dtype == "float32" || *dtype == "float64") return;
   const bool policy = dtype->is_object() && dtype->value("class_name", "") == "DTypePolicy" && dtype->contains("config") &&
-                      dtype->at("config").is_object() && dtype->at("config").value("name", "") == "float32";
-  if (!policy) fail("dtype", "\"float32\" or Keras's DTypePolicy named \"float32\" (Tandem's layers compute in float32)");
+                      dtype->at("config").is_object() &&
+                      (dtype->at("config").value("name", "") == "float32" || dtype->at("config").value("name", "") == "float64");
+  if (!policy) fail("dtype", "\"float32\", \"float64\" or Keras's DTypePolicy named one of them (Tandem's layers compute in those)");
 }
 
 void ConfigReader::check_all_read() const {

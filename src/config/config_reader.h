@@ -24,10 +24,10 @@ using Json = nlohmann::ordered_json;  // keeps keys in the order written, like K
 Json initializer_json(const std::string& name);
 // A layer's dtype as Keras 3 writes it: {"module": "keras", "class_name": "DTypePolicy", "config":
 // {"name": "float32"}, "registered_name": null}.
-Json dtype_policy_json();
+Json dtype_policy_json(DType dtype = DType::F32);
 Json int2_json(const Int2& v);  // [h, w]
 // The keys every layer's config starts with, as Keras 3 writes them: name, trainable, dtype.
-Json layer_basics_json(const std::string& name);
+Json layer_basics_json(const std::string& name, DType dtype);
 
 // Reads one config (a layer's, an optimizer's, a loss's). Every accessor throws ValueError naming
 // the class, the layer and the key: `Dense "fc": config key "units": expected a positive integer,

@@ -22,13 +22,15 @@ Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t
     : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), transforms_(std::move(transforms)),
       row_shape_(data_.x().shape().without_batch()) {
   if (batch_size < 1) throw ValueError("Batcher: batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (!transforms_.empty() && data_.xs().size() > 1)
+    throw ValueError("transforms: they change the rows of one input, but the model has " + std::to_string(data_.xs().size()));
   if (!transforms_.empty() && data_.x().dtype() != DType::F32)
     throw ValueError(std::string("transforms: they change float32 x, but x is ") + dtype_name(data_.x().dtype()) +
                      " (the model's input dtype)");
-  if (const auto n = static_cast<std::size_t>(data_.size())) {
-    x_row_bytes_ = data_.x().bytes() / n;
-    y_row_bytes_ = data_.y().bytes() / n;
-  }
+  columns_ = data_.xs();
+  columns_.insert(columns_.end(), data_.ys().begin(), data_.ys().end());
+  const auto n = static_cast<std::size_t>(data_.size());
+  for (const Tensor& t : columns_) row_bytes_.push_back(n ? t.bytes() / n : 0);
   order_.resize(static_cast<std::size_t>(data_.size()));
   start_epoch(0);
 }
@@ -50,30 +52,28 @@ int64_t Batcher::batch_rows(int64_t b) const {
   return std::min(batch_size_, data_.size() - b * batch_size_);
 }
 
-void Batcher::gather(int64_t b, void* x_out, void* y_out) const {
+void Batcher::gather(int64_t b, const std::vector<void*>& outs) const {
   const int64_t rows = batch_rows(b);
-  const auto* xs = static_cast<const std::byte*>(data_.x().raw());
-  const auto* ys = static_cast<const std::byte*>(data_.y().raw());
-  auto* xd = static_cast<std::byte*>(x_out);
-  auto* yd = static_cast<std::byte*>(y_out);
   const int64_t first = b * batch_size_;
-  if (!shuffle_) {  // rows are contiguous, so one copy each
-    copy(xd, xs + x_row_bytes_ * static_cast<std::size_t>(first), x_row_bytes_ * static_cast<std::size_t>(rows));
-    if (yd) copy(yd, ys + y_row_bytes_ * static_cast<std::size_t>(first), y_row_bytes_ * static_cast<std::size_t>(rows));
-  } else {
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto src = static_cast<std::size_t>(order_[static_cast<std::size_t>(first + r)]);
-      const auto dst = static_cast<std::size_t>(r);
-      copy(xd + dst * x_row_bytes_, xs + src * x_row_bytes_, x_row_bytes_);
-      if (yd) copy(yd + dst * y_row_bytes_, ys + src * y_row_bytes_, y_row_bytes_);
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    auto* dst = static_cast<std::byte*>(outs.at(c));
+    if (!dst) continue;
+    const auto* src = static_cast<const std::byte*>(columns_[c].raw());
+    const std::size_t row = row_bytes_[c];
+    if (!shuffle_) {  // rows are contiguous, so one copy
+      copy(dst, src + row * static_cast<std::size_t>(first), row * static_cast<std::size_t>(rows));
+      continue;
     }
+    for (int64_t r = 0; r < rows; ++r)
+      copy(dst + static_cast<std::size_t>(r) * row, src + static_cast<std::size_t>(order_[static_cast<std::size_t>(first + r)]) * row, row);
   }
   if (transforms_.empty()) return;
-  for (int64_t r = 0; r < rows; ++r) transform(xd + static_cast<std::size_t>(r) * x_row_bytes_, order_[static_cast<std::size_t>(first + r)]);
+  auto* x = static_cast<std::byte*>(outs.at(0));
+  for (int64_t r = 0; r < rows; ++r) transform(x + static_cast<std::size_t>(r) * row_bytes_[0], order_[static_cast<std::size_t>(first + r)]);
 }
 
 void Batcher::transform(std::byte* x_row, int64_t source_row) const {
-  std::span<float> x(reinterpret_cast<float*>(x_row), x_row_bytes_ / sizeof(float));
+  std::span<float> x(reinterpret_cast<float*>(x_row), row_bytes_[0] / sizeof(float));
   std::mt19937_64 random(rng::hash(seed_, 0x617567ull /* "aug" */, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(source_row)));
   for (const datasets::RowTransform& t : transforms_) t(x, row_shape_, random);
 }

@@ -20,10 +20,14 @@ class Batcher {
   void start_epoch(int epoch);          // computes this epoch's order (identity if !shuffle)
   int64_t num_batches() const;          // ceil(size / batch_size)
   int64_t batch_rows(int64_t b) const;  // batch_size, or fewer for the last partial batch
-  // Copies the rows of batch b, in this epoch's order, into x_out / y_out (raw buffers with room
-  // for batch_rows(b) rows of x and of y, same dtypes as the dataset; y_out may be null to skip
-  // the targets). No allocation here.
-  void gather(int64_t b, void* x_out, void* y_out) const;
+  // The dataset's tensors in gather's order: every x, then every y.
+  std::size_t columns() const { return columns_.size(); }
+  std::size_t row_bytes(std::size_t column) const { return row_bytes_[column]; }
+  // Copies the rows of batch b, in this epoch's order, into outs[c] for each column c (raw
+  // buffers with room for batch_rows(b) rows, same dtypes as the dataset; a null one is skipped:
+  // predict has no targets). No allocation here.
+  void gather(int64_t b, const std::vector<void*>& outs) const;
+  void gather(int64_t b, void* x_out, void* y_out) const { gather(b, std::vector<void*>{x_out, y_out}); }  // one x, one y
 
  private:
   void transform(std::byte* x_row, int64_t source_row) const;
@@ -31,7 +35,8 @@ class Batcher {
   int64_t batch_size_;
   bool shuffle_;
   uint64_t seed_;
-  std::size_t x_row_bytes_ = 0, y_row_bytes_ = 0;
+  std::vector<Tensor> columns_;
+  std::vector<std::size_t> row_bytes_;
   std::vector<int64_t> order_;
   std::vector<datasets::RowTransform> transforms_;
   Shape row_shape_;  // x's row shape, what each transform is told

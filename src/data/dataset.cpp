@@ -6,14 +6,26 @@
 
 namespace tandem {
 
-Dataset::Dataset(Tensor x, Tensor y) : x_(std::move(x)), y_(std::move(y)) {
+Dataset::Dataset(Tensor x, Tensor y) : Dataset(std::vector<Tensor>{std::move(x)}, std::vector<Tensor>{std::move(y)}) {}
+
+Dataset::Dataset(std::vector<Tensor> x, std::vector<Tensor> y) : xs_(std::move(x)), ys_(std::move(y)) {
+  if (xs_.empty() || ys_.empty())
+    throw ValueError("Dataset: expected at least one x and one y tensor, got " + std::to_string(xs_.size()) + " and " +
+                     std::to_string(ys_.size()));
+  const bool several = xs_.size() > 1 || ys_.size() > 1;
+  auto label = [&](const char* what, std::size_t i) { return several ? std::string(what) + "[" + std::to_string(i) + "]" : std::string(what); };
   // Rows are dimension 0, so a scalar cannot be split into examples.
-  if (x_.shape().rank() == 0 || y_.shape().rank() == 0)
-    throw ValueError("Dataset: x and y need a row dimension, got x " + x_.shape().str() + " and y " +
-                     y_.shape().str());
-  if (x_.shape()[0] != y_.shape()[0])
-    throw ValueError("Dataset: x has " + std::to_string(x_.shape()[0]) + " rows but y has " +
-                     std::to_string(y_.shape()[0]) + "; they must match");
+  auto check = [&](const std::vector<Tensor>& ts, const char* what) {
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      if (ts[i].shape().rank() == 0)
+        throw ValueError("Dataset: " + label(what, i) + " needs a row dimension, got shape " + ts[i].shape().str());
+      if (ts[i].shape()[0] != xs_[0].shape()[0])
+        throw ValueError("Dataset: " + label("x", 0) + " has " + std::to_string(xs_[0].shape()[0]) + " rows but " + label(what, i) +
+                         " has " + std::to_string(ts[i].shape()[0]) + "; they must match");
+    }
+  };
+  check(xs_, "x");
+  check(ys_, "y");
 }
 
 void Dataset::check_count(std::size_t count, const Shape& shape, const char* what) {
@@ -35,8 +47,13 @@ Dataset Dataset::slice(int64_t begin, int64_t end) const {
   if (begin < 0 || end > size() || begin > end)
     throw ValueError("Dataset::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
                      ") outside a dataset of " + std::to_string(size()) + " rows");
-  if (x_.empty()) return {};
-  return Dataset(x_.rows(begin, end), y_.rows(begin, end));
+  if (xs_.empty()) return {};
+  auto rows = [&](const std::vector<Tensor>& ts) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : ts) out.push_back(t.rows(begin, end));
+    return out;
+  };
+  return Dataset(rows(xs_), rows(ys_));
 }
 
 }  // namespace tandem

@@ -11,13 +11,18 @@ namespace {
 constexpr auto kWaitSpin = std::chrono::microseconds(20);
 }  // namespace
 
-Prefetcher::Prefetcher(const Batcher& batches, std::size_t x_row, std::size_t y_row)
-    : batches_(batches), y_row_(y_row), thread_(2, core::Clock::duration::zero()) {
+Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted)
+    : batches_(batches), thread_(2, core::Clock::duration::zero()) {
   const auto rows = static_cast<std::size_t>(batches.num_batches() ? batches.batch_rows(0) : 0);
   for (Slot& s : slots_) {
-    s.x.resize(rows * x_row), s.y.resize(rows * y_row);  // once, for the largest batch
+    s.columns.resize(batches.columns());
+    for (std::size_t c = 0; c < batches.columns(); ++c) {
+      const bool want = c < wanted.size() && wanted[c];
+      if (want) s.columns[c].resize(rows * batches.row_bytes(c));  // once, for the largest batch
+      s.outs.push_back(want ? s.columns[c].data() : nullptr);  // null for zero-byte rows too: nothing to copy
+    }
     // Reads s.batch, which gather_into writes before posting.
-    s.gather = [this, &s] { batches_.gather(s.batch, s.x.data(), y_row_ ? s.y.data() : nullptr); };
+    s.gather = [this, &s] { batches_.gather(s.batch, s.outs); };
   }
 }
 
@@ -53,9 +58,7 @@ Prefetcher::Slot& Prefetcher::ready(int64_t b) {
   return s;
 }
 
-const std::byte* Prefetcher::x(int64_t b) { return ready(b).x.data(); }
-
-const std::byte* Prefetcher::y(int64_t b) { return ready(b).y.data(); }
+const std::byte* Prefetcher::column(int64_t b, std::size_t c) { return ready(b).columns.at(c).data(); }
 
 void Prefetcher::release(int64_t b) {
   Slot& s = slots_[b % 2];

@@ -14,20 +14,21 @@ namespace tandem::data {
 
 class Prefetcher {
  public:
-  Prefetcher(const Batcher& batches, std::size_t x_row_bytes, std::size_t y_row_bytes);
+  // Stages the columns of `batches` whose `wanted` entry is true (predict skips the targets).
+  Prefetcher(const Batcher& batches, const std::vector<bool>& wanted);
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
   void start_epoch();  // after Batcher::start_epoch: begins gathering batches 0 and 1
   // Waits until batch b is staged; valid until release(b). Rethrows a gather error; raises
   // TimeoutError when the batch is not ready within the watchdog's limit.
-  const std::byte* x(int64_t b);
-  const std::byte* y(int64_t b);
+  const std::byte* column(int64_t b, std::size_t c);
   void release(int64_t b);  // the slot may now take batch b + 2
 
  private:
   struct Slot {
-    std::vector<std::byte> x, y;
+    std::vector<std::vector<std::byte>> columns;
+    std::vector<void*> outs;  // each column's buffer, null for the columns not wanted
     int64_t batch = -1;  // the batch gathered into it, or being gathered
     uint64_t ticket = 0;
     std::function<void()> gather;
@@ -35,7 +36,6 @@ class Prefetcher {
   void gather_into(Slot& slot, int64_t b);
   Slot& ready(int64_t b);
   const Batcher& batches_;
-  std::size_t y_row_;
   Slot slots_[2];
   core::TaskThread thread_;  // last: joined before the slots go
 };

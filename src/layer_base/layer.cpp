@@ -73,7 +73,7 @@ void Layer::set_weights(const std::vector<Tensor>& values) {
 
 VariablePtr Layer::add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable) {
   auto v = std::make_shared<Variable>(name_ + "/" + name,
-                                      initialize(initializer, shape, DType::F32, class_name() + " \"" + name_ + "\""), trainable);
+                                      initialize(initializer, shape, dtype_, class_name() + " \"" + name_ + "\""), trainable);
   weights_.push_back(v);
   return v;
 }
@@ -92,6 +92,7 @@ Symbol Layer::operator()(const std::vector<Symbol>& xs) {
   if (const std::shared_ptr<Trace> trace = common_trace(xs, who())) return call_inside(trace, xs);
   std::vector<Shape> shapes;
   for (const Symbol& s : xs) shapes.push_back(s.shape().without_batch());
+  take_dtype(xs);
   build_for(shapes);
   // The output shape comes from tracing this one call with a batch of 1 into a scratch graph.
   graph::Graph g;
@@ -126,10 +127,20 @@ Symbol Layer::call_inside(const std::shared_ptr<Trace>& trace, const std::vector
     shapes.push_back(s.shape().without_batch());
     ins.push_back(s.node()->value);
   }
+  take_dtype(xs);
   build_for(shapes);
   if (trace->layer) trace->layer->add_sublayer(self);
   graph::ScopeGuard scope(trace->g, name_);
   return traced_symbol(trace, emit(*trace->ctx, ins));
+}
+
+void Layer::take_dtype(const std::vector<Symbol>& xs) {
+  if (built_) return;
+  for (const Symbol& s : xs)
+    if (s.dtype() == DType::F32 || s.dtype() == DType::F64) {
+      dtype_ = s.dtype();
+      return;
+    }
 }
 
 void Layer::add_sublayer(const std::shared_ptr<Layer>& layer) {

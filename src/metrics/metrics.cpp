@@ -1,11 +1,20 @@
 #include "metrics/metrics.h"
 
+#include <map>
+#include <mutex>
+
+#include "core/registry.h"
+#include "layer_base/symbol.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
+#include "tandem/metrics.h"
 
 namespace tandem::metrics {
 
 namespace {
+constexpr int64_t kAucThresholds = 200;  // Keras's AUC default
+constexpr int64_t kTopK = 5;             // Keras's top-k default
+
 std::string resolve(const std::string& name, const Loss& loss) {
   if (name == "accuracy" || name == "acc") return loss.accuracy_metric();
   if (name == "mean_absolute_error") return "mae";
@@ -18,24 +27,92 @@ graph::Value dense_target(graph::Graph& g, graph::Value pred, graph::Value targe
   const TensorType p = g.type(pred);
   return ops::cast(g, ops::reshape(g, target, p.shape), p.dtype);
 }
+
+struct MetricRegistry : core::Registry<std::string, MetricFn> {
+  MetricRegistry() : Registry("metric") {}
+};
+MetricRegistry& registry() {
+  static MetricRegistry r;
+  return r;
+}
+
+constexpr const char* kBuiltIn[] = {"sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy", "mae", "mse",
+                                    "precision", "recall", "auc", "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy"};
+
+// The AUC of the ROC curve from the counts above each threshold, by Keras's trapezoids
+// (summation_method "interpolation").
+double roc_auc(std::span<const double> s) {
+  const std::size_t t = (s.size() - 2) / 2;
+  const double positives = s[2 * t], negatives = s[2 * t + 1];
+  auto rate = [](double part, double all) { return all > 0 ? part / all : 0.0; };
+  double auc = 0;
+  for (std::size_t k = 0; k + 1 < t; ++k) {
+    const double x0 = rate(s[t + k], negatives), x1 = rate(s[t + k + 1], negatives);
+    const double y0 = rate(s[k], positives), y1 = rate(s[k + 1], positives);
+    auc += (x0 - x1) * (y0 + y1) / 2;
+  }
+  return auc;
+}
 }  // namespace
 
 void check(const std::string& name, const Loss& loss) {
   const std::string r = resolve(name, loss);
-  for (const char* known : {"sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy", "mae", "mse"})
+  for (const char* known : kBuiltIn)
     if (r == known) return;
-  throw ValueError("compile: unknown metric '" + name +
-                   "'; expected one of accuracy, sparse_categorical_accuracy, categorical_accuracy, binary_accuracy, mae, mse");
+  if (registry().find(r)) return;
+  std::string list = "accuracy";
+  for (const char* known : kBuiltIn) list.append(", ").append(known);
+  throw ValueError("compile: unknown metric '" + name + "'; expected one of " + list + ", or a name given to metrics::register_metric");
 }
 
-graph::Value per_sample(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target) {
+Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target) {
   const std::string r = resolve(name, loss);
-  if (r == "sparse_categorical_accuracy") return ops::equal(g, ops::argmax(g, pred), ops::cast(g, target, DType::I64));
-  if (r == "categorical_accuracy") return ops::equal(g, ops::argmax(g, pred), ops::argmax(g, target));
-  if (r == "binary_accuracy") return g.add("binary_accuracy", {pred, dense_target(g, pred, target)}, {{"threshold", 0.5}});
-  if (r == "mae") return ops::absolute_error(g, pred, dense_target(g, pred, target));
-  if (r == "mse") return ops::squared_error(g, pred, dense_target(g, pred, target));
-  throw ValueError("unknown metric '" + name + "'");
+  if (r == "sparse_categorical_accuracy") return {ops::equal(g, ops::argmax(g, pred), ops::cast(g, target, DType::I64))};
+  if (r == "categorical_accuracy") return {ops::equal(g, ops::argmax(g, pred), ops::argmax(g, target))};
+  if (r == "binary_accuracy") return {g.add("binary_accuracy", {pred, dense_target(g, pred, target)}, {{"threshold", 0.5}})};
+  if (r == "mae") return {ops::absolute_error(g, pred, dense_target(g, pred, target))};
+  if (r == "mse") return {ops::squared_error(g, pred, dense_target(g, pred, target))};
+  if (r == "precision" || r == "recall") return {ops::confusion_counts(g, pred, dense_target(g, pred, target), 1, 0.5), false};
+  if (r == "auc") return {ops::confusion_counts(g, pred, dense_target(g, pred, target), kAucThresholds), false};
+  if (r == "sparse_top_k_categorical_accuracy") {
+    const TensorType t = g.type(target);
+    const graph::Value ids = t.shape.rank() == 2 ? ops::reshape(g, target, {t.shape[0]}) : target;
+    return {ops::in_top_k(g, pred, ops::is_float(t.dtype) ? ops::cast(g, ids, DType::I64) : ids, kTopK)};
+  }
+  if (r == "top_k_categorical_accuracy") return {ops::in_top_k(g, pred, ops::argmax(g, target), kTopK)};
+  const MetricFn* fn = registry().find(r);
+  if (!fn) throw ValueError("unknown metric '" + name + "'");
+  TraceScope scope(g, nullptr, nullptr, "metric \"" + r + "\"");
+  const graph::Value per = scope.value((*fn)(scope.symbol(target), scope.symbol(pred)), "the metric function's result");
+  const TensorType& pt = g.type(per);
+  if (pt.shape.rank() < 1 || pt.shape[0] != g.type(pred).shape[0] || !ops::is_float(pt.dtype))
+    throw ShapeError("metric \"" + r + "\": the function must return per-sample float values of shape (" +
+                     std::to_string(g.type(pred).shape[0]) + ", ...), got " + dtype_name(pt.dtype) + " " + pt.shape.str());
+  return {per};
+}
+
+std::size_t sums(const std::string& name, const Loss& loss) {
+  const std::string r = resolve(name, loss);
+  if (r == "precision" || r == "recall") return 4;
+  if (r == "auc") return 2 * kAucThresholds + 2;
+  return 1;
+}
+
+double result(const std::string& name, const Loss& loss, std::span<const double> s, int64_t rows) {
+  const std::string r = resolve(name, loss);
+  // Counts: [positives above, negatives above, positives, negatives].
+  if (r == "precision") return s[0] + s[1] > 0 ? s[0] / (s[0] + s[1]) : 0.0;
+  if (r == "recall") return s[2] > 0 ? s[0] / s[2] : 0.0;
+  if (r == "auc") return roc_auc(s);
+  return rows ? s[0] / double(rows) : 0.0;
+}
+
+void register_metric(const std::string& name, MetricFn fn, std::source_location where) {
+  if (name.empty()) throw ValueError("register_metric: the name is empty");
+  if (!fn) throw ValueError("register_metric(\"" + name + "\"): the function is empty");
+  for (const char* known : kBuiltIn)
+    if (name == known || name == "accuracy") throw ValueError("register_metric: \"" + name + "\" is a built-in metric's name; choose another");
+  registry().add(name, std::move(fn), where);
 }
 
 }  // namespace tandem::metrics

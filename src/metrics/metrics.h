@@ -1,7 +1,10 @@
-// Metrics by Keras name. Every built-in metric is a mean over samples, so the graph emits the
-// per-batch sum and fit keeps the running mean.
+// Metrics by Keras name, and the ones users register. A metric's value over an epoch comes from
+// sums the step takes over each batch: most are means of per-sample values (one sum, divided by
+// the rows); Precision, Recall and AUC keep counts per threshold and combine them at the end.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
 
 #include "graph/graph.h"
@@ -11,7 +14,18 @@ namespace tandem::metrics {
 
 // Checks a metric name against the loss ("accuracy" resolves by the loss); ValueError if unknown.
 void check(const std::string& name, const Loss& loss);
-// Per-sample metric values (float), shape (batch, ...).
-graph::Value per_sample(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target);
+
+// What a metric emits for one batch: per-sample values (batch, ...), whose mean over an epoch's
+// elements is the metric, or the batch's sums themselves (a vector of `sums` counts).
+struct Emitted {
+  graph::Value value;
+  bool per_sample = true;
+};
+Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target);
+
+// How many sums the metric keeps: 1 for a mean.
+std::size_t sums(const std::string& name, const Loss& loss);
+// The metric's value from its sums over `rows` rows.
+double result(const std::string& name, const Loss& loss, std::span<const double> sums, int64_t rows);
 
 }  // namespace tandem::metrics

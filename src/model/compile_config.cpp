@@ -17,7 +17,8 @@ struct ClassName {
   const char* name;  // Tandem's
   const char* cls;   // Keras's
 };
-constexpr ClassName kOptimizers[] = {{"sgd", "SGD"}, {"adam", "Adam"}, {"adamw", "AdamW"}, {"rmsprop", "RMSprop"}};
+constexpr ClassName kOptimizers[] = {{"sgd", "SGD"},         {"adam", "Adam"},   {"adamw", "AdamW"}, {"rmsprop", "RMSprop"},
+                                     {"adagrad", "Adagrad"}, {"nadam", "Nadam"}, {"lion", "Lion"}};
 constexpr ClassName kLosses[] = {{"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
                                  {"categorical_crossentropy", "CategoricalCrossentropy"},
                                  {"binary_crossentropy", "BinaryCrossentropy"},
@@ -118,6 +119,20 @@ OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
     return optimizers::RMSprop(learning_rate_from(c, 0.001),
                                {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon), clipping});
   }
+  if (cls == "Adagrad") {
+    const optimizers::AdagradOptions d;
+    return optimizers::Adagrad(learning_rate_from(c, 0.001), {c.number("initial_accumulator_value", d.initial_accumulator_value),
+                                                              c.number("epsilon", d.epsilon), clipping});
+  }
+  if (cls == "Nadam") {
+    const optimizers::NadamOptions d;
+    return optimizers::Nadam(learning_rate_from(c, 0.001),
+                             {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
+  }
+  if (cls == "Lion") {
+    const optimizers::LionOptions d;
+    return optimizers::Lion(learning_rate_from(c, 0.001), {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), clipping});
+  }
   throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));
 }
 
@@ -157,13 +172,25 @@ Json compile_config(const CompileSettings& s, ConfigForm form) {
   const Json optimizer = object("keras.optimizers", class_of(kOptimizers, s.optimizer->name()),
                                 parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\""));
   // A registered loss function is saved by name, which load_model looks up with losses::get.
-  const std::string loss_class = class_of(kLosses, s.loss->name());
-  const Json loss = loss_class == s.loss->name()
-                        ? Json(s.loss->name())
-                        : object("keras.losses", loss_class, parse_object(s.loss->config_json(), "loss \"" + s.loss->name() + "\""));
+  auto loss_json = [&](const LossPtr& l) {
+    const std::string cls = class_of(kLosses, l->name());
+    return cls == l->name() ? Json(l->name()) : object("keras.losses", cls, parse_object(l->config_json(), "loss \"" + l->name() + "\""));
+  };
+  // One output as Keras writes a single-output model; several as lists, one entry per output.
+  Json loss, metrics, weights = nullptr;
+  if (s.losses.size() == 1) {
+    loss = loss_json(s.losses[0]);
+    metrics = s.metrics.empty() ? Json::array() : Json(s.metrics[0]);
+    if (s.loss_weights.size() == 1 && s.loss_weights[0] != 1.0) weights = s.loss_weights;
+  } else {
+    loss = Json::array();
+    for (const LossPtr& l : s.losses) loss.push_back(loss_json(l));
+    metrics = s.metrics;
+    weights = s.loss_weights;
+  }
   if (form == ConfigForm::hdf5)
-    return {{"loss", loss}, {"metrics", s.metrics}, {"loss_weights", nullptr}, {"weighted_metrics", nullptr}, {"optimizer_config", optimizer}};
-  return {{"optimizer", optimizer},   {"loss", loss},        {"loss_weights", nullptr},   {"metrics", s.metrics},
+    return {{"loss", loss}, {"metrics", metrics}, {"loss_weights", weights}, {"weighted_metrics", nullptr}, {"optimizer_config", optimizer}};
+  return {{"optimizer", optimizer},   {"loss", loss},        {"loss_weights", weights},   {"metrics", metrics},
           {"weighted_metrics", nullptr}, {"run_eagerly", false}, {"steps_per_execution", 1}, {"jit_compile", true}};
 }
 
@@ -171,14 +198,36 @@ CompileSettings compile_from_config(const Json& config) {
   CompileSettings s;
   // Keras's legacy `.h5` calls it optimizer_config, a `.keras` archive's compile_config optimizer.
   s.optimizer = optimizer_from(member(config, config.contains("optimizer") ? "optimizer" : "optimizer_config", "training_config"));
-  s.loss = loss_from(member(config, "loss", "training_config"));
+  // A list of losses is one per output (a loss object is a JSON object, never a list).
+  const Json& loss = member(config, "loss", "training_config");
+  if (loss.is_array())
+    for (const Json& l : loss) s.losses.push_back(loss_from(l));
+  else
+    s.losses.push_back(loss_from(loss));
+  if (config.contains("loss_weights") && !config.at("loss_weights").is_null()) {
+    const Json& w = config.at("loss_weights");
+    if (!w.is_array()) throw ValueError("training_config: \"loss_weights\" must be a list of numbers, got " + shorten(w.dump()));
+    for (const Json& v : w) {
+      if (!v.is_number()) throw ValueError("training_config: \"loss_weights\" must be a list of numbers, got " + shorten(w.dump()));
+      s.loss_weights.push_back(v.get<double>());
+    }
+  }
+  // A list of names is for every output; a list of lists, one per output.
+  auto names = [](const Json& list) {
+    std::vector<std::string> out;
+    if (!list.is_array()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(list.dump()));
+    for (const Json& m : list) {
+      if (!m.is_string()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(list.dump()));
+      out.push_back(m.get<std::string>());
+    }
+    return out;
+  };
   if (config.contains("metrics") && !config.at("metrics").is_null()) {
     const Json& metrics = config.at("metrics");
-    if (!metrics.is_array()) throw ValueError("training_config: \"metrics\" must be a list of names");
-    for (const Json& m : metrics) {
-      if (!m.is_string()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(metrics.dump()));
-      s.metrics.push_back(m.get<std::string>());
-    }
+    if (metrics.is_array() && !metrics.empty() && metrics[0].is_array())
+      for (const Json& per_output : metrics) s.metrics.push_back(names(per_output));
+    else
+      s.metrics.push_back(names(metrics));
   }
   return s;
 }

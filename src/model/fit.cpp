@@ -7,14 +7,17 @@
 #include <utility>
 
 #include "data/batcher.h"
-#include "data/prefetcher.h"
 #include "layer_base/initializers.h"
 #include "metrics/metrics.h"
 #include "distribute/strategy.h"
+#include "model/feeder.h"
 #include "model/model_impl.h"
 #include "tandem/errors.h"
 
 namespace tandem {
+
+using detail::Feeder;
+using detail::progress_verbosity;
 
 namespace {
 // Running means over an epoch, weighted by each batch's rows.
@@ -28,54 +31,58 @@ struct Accumulator {
     for (std::size_t i = 0; i + 1 < scalars.size(); ++i) metric_sums[i] += scalars[i + 1];
     rows += step_rows;
   }
-  Logs logs(const std::vector<std::string>& names, const std::string& prefix = "") const {
-    Logs l{{prefix + "loss", rows ? loss / double(rows) : 0.0}};
-    for (std::size_t i = 0; i < names.size(); ++i) l[prefix + names[i]] = rows ? metric_sums[i] / double(rows) : 0.0;
+  // Each metric's value from its sums (an output's loss is a mean, as most metrics are).
+  Logs logs(const auto& slots) const {  // Impl::metric_slots()
+    Logs l{{"loss", rows ? loss / double(rows) : 0.0}};
+    std::size_t at = 0;
+    for (const auto& s : slots) {
+      const std::span<const double> sums(metric_sums.data() + at, s.sums);
+      l[s.name] = s.metric.empty() ? (rows ? sums[0] / double(rows) : 0.0) : metrics::result(s.metric, *s.loss, sums, rows);
+      at += s.sums;
+    }
     return l;
   }
 };
 
-// verbose 1's live bar redraws its line with carriage returns, which in a log file or a pipe is
-// one long line of repeats: there, as Keras's verbose="auto" does, it prints one line per epoch.
-// Of several workers, only the chief prints.
-int progress_verbosity(int verbose, const distribute::Strategy* strategy) {
-  if (strategy && strategy->workers() > 1 && !distribute::this_worker().chief()) return 0;
-  return verbose == 1 && !isatty(fileno(stdout)) ? 2 : verbose;
-}
-
-// Copies batch b, staged by the prefetch thread, into the step's inputs: each device gets the
-// rows of the batch its program reads.
-class Feeder {
- public:
-  Feeder(const data::Batcher& batches, const Dataset& data, bool with_targets)
-      : x_row_(row_bytes(data.x())), y_row_(with_targets ? row_bytes(data.y()) : 0), prefetch_(batches, x_row_, y_row_) {}
-  void start_epoch() { prefetch_.start_epoch(); }
-  void skip(int64_t b) {  // batch b is not run (a resumed epoch's batches done before)
-    prefetch_.x(b);
-    prefetch_.release(b);
-  }
-  // Batch b as the index-th batch of the step.
-  void feed(int64_t b, const CompiledStep& step, int64_t index = 0) {
-    step.write(step.x, prefetch_.x(b), x_row_, index);
-    if (y_row_) step.write(step.y, prefetch_.y(b), y_row_, index);
-    prefetch_.release(b);
-  }
-
- private:
-  static std::size_t row_bytes(const Tensor& t) { return t.shape()[0] ? t.bytes() / static_cast<std::size_t>(t.shape()[0]) : 0; }
-  std::size_t x_row_, y_row_;
-  data::Prefetcher prefetch_;
-};
 }  // namespace
 
 void Model::compile(const CompileOptions& o) {
   Impl& m = *impl_;
+  const std::size_t n = m.outputs.size();
   if (!o.optimizer.ptr) throw ValueError("compile: an optimizer is required");
-  if (!o.loss.ptr) throw ValueError("compile: a loss is required (for example losses::SparseCategoricalCrossentropy())");
-  for (const std::string& name : o.metrics) metrics::check(name, *o.loss.ptr);
+  std::vector<LossPtr> losses;
+  if (!o.losses.empty()) {
+    if (o.loss.ptr) throw ValueError("compile: give either loss (for every output) or losses (one per output), not both");
+    if (o.losses.size() != n)
+      throw ValueError("compile: losses has " + std::to_string(o.losses.size()) + " entries, the model has " + std::to_string(n) + " outputs");
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!o.losses[i].ptr) throw ValueError("compile: losses[" + std::to_string(i) + "] (output \"" + m.output_name(i) + "\") is empty");
+      losses.push_back(o.losses[i].ptr);
+    }
+  } else {
+    if (!o.loss.ptr) throw ValueError("compile: a loss is required (for example losses::SparseCategoricalCrossentropy())");
+    losses.assign(n, o.loss.ptr);
+  }
+  std::vector<double> weights = o.loss_weights.empty() ? std::vector<double>(n, 1.0) : o.loss_weights;
+  if (weights.size() != n)
+    throw ValueError("compile: loss_weights has " + std::to_string(weights.size()) + " entries, the model has " + std::to_string(n) + " outputs");
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(weights[i]) || weights[i] < 0)
+      throw ValueError("compile: loss_weights[" + std::to_string(i) + "] must be a finite number >= 0, got " + std::to_string(weights[i]));
+  std::vector<std::vector<std::string>> metrics(n, o.metrics);
+  if (!o.output_metrics.empty()) {
+    if (!o.metrics.empty()) throw ValueError("compile: give either metrics (for every output) or output_metrics (one list per output), not both");
+    if (o.output_metrics.size() != n)
+      throw ValueError("compile: output_metrics has " + std::to_string(o.output_metrics.size()) + " lists, the model has " + std::to_string(n) +
+                       " outputs");
+    metrics = o.output_metrics;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    for (const std::string& name : metrics[i]) metrics::check(name, *losses[i]);
   m.optimizer = o.optimizer.ptr;
-  m.loss = o.loss.ptr;
-  m.metrics = o.metrics;
+  m.losses = std::move(losses);
+  m.loss_weights = std::move(weights);
+  m.metrics = std::move(metrics);
   m.strategy = o.strategy ? o.strategy : distribute::Default();
   m.host_view();  // the values trained so far, before the steps and their devices go
   m.steps.clear();
@@ -83,39 +90,104 @@ void Model::compile(const CompileOptions& o) {
   m.compiled = true;
 }
 
-// Checks x against the model's input and y against the loss, and converts dtypes once so that
+// Checks x against the model's inputs and y against the losses, and converts dtypes once so that
 // batches can be copied straight into the step's buffers.
 Dataset Model::prepare(const Dataset& data, const char* where) {
   Impl& m = *impl_;
-  Model& model = *this;
   if (data.size() == 0) throw ValueError(std::string(where) + ": the dataset is empty");
-  const Shape expected = m.input.shape();
-  const Shape got = data.x().shape();
-  if (got.without_batch() != expected.without_batch())
-    throw ShapeError("Model \"" + model.name() + "\": expected input of shape " + expected.str() + ", got x of shape " + got.str());
-  Tensor x = data.x().dtype() == m.input.dtype() ? data.x() : data.x().cast(m.input.dtype());
-  Tensor y = data.y();
-  const Shape out = m.output.shape();
-  if (m.loss->sparse_targets()) {
-    if (y.dtype() != DType::I32 && y.dtype() != DType::I64) y = y.cast(DType::I32);
-    if (y.shape().rank() == out.rank() && y.shape().back() == 1)  // (N, 1) class ids -> (N,)
-      y = y.reshape(Shape(std::vector<int64_t>(y.shape().dims().begin(), y.shape().dims().end() - 1)));
-    const int64_t classes = out.back();
-    for (int64_t i = 0; i < y.size(); ++i) {
-      const double label = y.item(i);
-      if (label < 0 || label >= double(classes))
-        throw ValueError(m.loss->name() + ": label " + std::to_string(int64_t(label)) + " at row " + std::to_string(i) +
-                         " is out of range [0, " + std::to_string(classes) + ") for model output " + out.str());
+  if (data.xs().size() != m.inputs.size() || data.ys().size() != m.outputs.size())
+    throw ValueError("Model \"" + name() + "\": " + where + " expected " + std::to_string(m.inputs.size()) + " x and " +
+                     std::to_string(m.outputs.size()) + " y tensors (one per input and output), got " + std::to_string(data.xs().size()) +
+                     " and " + std::to_string(data.ys().size()));
+  std::vector<Tensor> xs = check_inputs(data.xs());
+  std::vector<Tensor> ys;
+  for (std::size_t o = 0; o < m.outputs.size(); ++o) {
+    const Loss& loss = *m.losses[o];
+    const std::string target = m.outputs.size() == 1 ? "" : " (output \"" + m.output_name(o) + "\")";
+    Tensor y = data.ys()[o];
+    const Shape out = m.outputs[o].shape();
+    if (loss.sparse_targets()) {
+      if (y.dtype() != DType::I32 && y.dtype() != DType::I64) y = y.cast(DType::I32);
+      if (y.shape().rank() == out.rank() && y.shape().back() == 1)  // (N, 1) class ids -> (N,)
+        y = y.reshape(Shape(std::vector<int64_t>(y.shape().dims().begin(), y.shape().dims().end() - 1)));
+      const int64_t classes = out.back();
+      for (int64_t i = 0; i < y.size(); ++i) {
+        const double label = y.item(i);
+        if (label < 0 || label >= double(classes))
+          throw ValueError(loss.name() + target + ": label " + std::to_string(int64_t(label)) + " at row " + std::to_string(i) +
+                           " is out of range [0, " + std::to_string(classes) + ") for model output " + out.str());
+      }
+    } else if (y.dtype() != m.outputs[o].dtype()) {
+      y = y.cast(m.outputs[o].dtype());
     }
-  } else if (y.dtype() != m.output.dtype()) {
-    y = y.cast(m.output.dtype());
+    ys.push_back(std::move(y));
   }
-  return Dataset(x, y);
+  return Dataset(std::move(xs), std::move(ys));
 }
 
-static TensorType target_type(const Dataset& d, int64_t rows) { return {d.y().shape().without_batch().with_batch(rows), d.y().dtype()}; }
+std::vector<Tensor> Model::check_inputs(const std::vector<Tensor>& xs) const {
+  const Impl& m = *impl_;
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+    const Shape expected = m.inputs[i].shape(), got = xs.at(i).shape();
+    const std::string which = m.inputs.size() == 1 ? "x" : "x[" + std::to_string(i) + "] (input \"" + m.inputs[i].node()->input_name + "\")";
+    if (got.rank() < 1 || got.without_batch() != expected.without_batch())
+      throw ShapeError("Model \"" + name() + "\": expected input of shape " + expected.str() + ", got " + which + " of shape " + got.str());
+    out.push_back(xs[i].dtype() == m.inputs[i].dtype() ? xs[i] : xs[i].cast(m.inputs[i].dtype()));
+  }
+  return out;
+}
+
+// The per-row loss weights that fit's sample_weight or class_weight ask for, float32 (rows,).
+std::optional<Tensor> Model::row_weights(const Dataset& data, const FitOptions& o) const {
+  const Impl& m = *impl_;
+  if (o.sample_weight && !o.class_weight.empty())
+    throw ValueError("fit: give either sample_weight or class_weight, not both (Keras refuses them together)");
+  const int64_t rows = data.size();
+  if (o.sample_weight) {
+    const Tensor& w = *o.sample_weight;
+    const Shape s = w.shape();
+    if (!(s.rank() == 1 || (s.rank() == 2 && s[1] == 1)) || s[0] != rows)
+      throw ShapeError("fit: sample_weight must have shape (" + std::to_string(rows) + ",), one weight per row of x, got " + s.str());
+    Tensor out = w.cast(DType::F32).reshape(Shape{rows});
+    for (int64_t i = 0; i < rows; ++i)
+      if (!std::isfinite(out.item(i))) throw ValueError("fit: sample_weight[" + std::to_string(i) + "] is " + std::to_string(out.item(i)) + "; weights must be finite");
+    return out;
+  }
+  if (o.class_weight.empty()) return std::nullopt;
+  if (m.outputs.size() != 1)
+    throw ValueError("fit: class_weight is for a model with one output, this one has " + std::to_string(m.outputs.size()) +
+                     " (Keras refuses it too); give sample_weight instead");
+  for (const auto& [cls, weight] : o.class_weight)
+    if (!std::isfinite(weight)) throw ValueError("fit: class_weight[" + std::to_string(cls) + "] is " + std::to_string(weight) + "; weights must be finite");
+  const Tensor& y = data.y();
+  const int64_t per_row = rows ? y.size() / rows : 0;
+  const bool one_hot = y.shape().rank() > 1 && y.shape().back() > 1;
+  Tensor out(Shape{rows}, DType::F32);
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t cls = 0;
+    if (one_hot) {
+      for (int64_t j = 1; j < per_row; ++j)
+        if (y.item(i * per_row + j) > y.item(i * per_row + cls)) cls = j;
+    } else {
+      cls = static_cast<int64_t>(std::llround(y.item(i * per_row)));
+    }
+    const auto it = o.class_weight.find(cls);
+    out.values<float>()[static_cast<std::size_t>(i)] = it == o.class_weight.end() ? 1.0f : static_cast<float>(it->second);
+  }
+  return out;
+}
+
+static std::vector<TensorType> target_types(const Dataset& d, int64_t rows) {
+  std::vector<TensorType> types;
+  for (const Tensor& y : d.ys()) types.push_back({y.shape().without_batch().with_batch(rows), y.dtype()});
+  return types;
+}
 
 History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) { return fit(Dataset(x, y), options); }
+History Model::fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const FitOptions& options) {
+  return fit(Dataset(x, y), options);
+}
 
 History Model::fit(const Dataset& input_data, const FitOptions& o) {
   Impl& m = *impl_;
@@ -127,6 +199,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     throw ValueError("fit: validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
   ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
   Dataset data = prepare(input_data, "fit");
+  std::optional<Tensor> weights = row_weights(data, o);
   std::optional<Dataset> validation;
   if (o.validation_data) validation = *o.validation_data;
   if (o.validation_split > 0) {
@@ -137,6 +210,12 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
                        std::to_string(data.size() - split) + " for validation; each needs at least 1");
     validation = data.slice(split, data.size());
     data = data.slice(0, split);
+    if (weights) weights = weights->rows(0, split);
+  }
+  if (weights) {  // an extra target column, which the step reads as the loss's row weights
+    std::vector<Tensor> ys = data.ys();
+    ys.push_back(*weights);
+    data = Dataset(data.xs(), std::move(ys));
   }
 
   uint64_t shuffle_seed = next_seed();
@@ -153,7 +232,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
 
   stop_training = false;
   int64_t steps_run = 0;  // in this call, for trace_step
-  progress_ = {.epoch = o.initial_epoch, .shuffle_seed = shuffle_seed, .metric_sums = std::vector<double>(m.metrics.size(), 0.0)};
+  progress_ = {.epoch = o.initial_epoch, .shuffle_seed = shuffle_seed, .metric_sums = std::vector<double>(m.metric_sums(), 0.0)};
   resume_.reset();
   for (auto& c : callbacks) c->on_train_begin({});
   // A callback (BackupAndRestore) may have asked to continue an interrupted run.
@@ -163,16 +242,16 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     const std::string where = "fit: cannot resume at epoch " + std::to_string(resume->epoch + 1) + ", batch " + std::to_string(resume->batch) + ": ";
     if (resume->epoch < 0 || resume->batch < 0 || resume->batch > batches.num_batches())
       throw ValueError(where + "this fit has " + std::to_string(batches.num_batches()) + " batches per epoch");
-    if (resume->metric_sums.size() != m.metrics.size())
-      throw ValueError(where + "the saved progress has " + std::to_string(resume->metric_sums.size()) + " metrics, the model is compiled with " +
-                       std::to_string(m.metrics.size()));
+    if (resume->metric_sums.size() != m.metric_sums())
+      throw ValueError(where + "the saved progress has " + std::to_string(resume->metric_sums.size()) + " metric sums, the model is compiled with " +
+                       std::to_string(m.metric_sums()));
     if (resume->shuffle_seed != shuffle_seed) batches = data::Batcher(data, o.batch_size, o.shuffle, resume->shuffle_seed, o.transforms);
     history->epoch = std::move(resume->history_epochs);
     history->history = std::move(resume->history);
     progress_ = std::move(*resume);
     progress_.history_epochs.clear(), progress_.history.clear();
   }
-  Feeder feeder(batches, data, true);
+  Feeder feeder(batches, true);
   m.begin_steps();  // after on_train_begin, which may have loaded weights
   int64_t updates = m.optimizer->iterations();  // for a learning-rate schedule; one per step
   for (int epoch = progress_.epoch; epoch < o.epochs && !stop_training; ++epoch) {
@@ -181,7 +260,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     m.host_changed();
     batches.start_epoch(epoch);
     feeder.start_epoch();
-    Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
+    Accumulator acc{0, std::vector<double>(m.metric_sums(), 0.0), 0};
     int64_t first_batch = 0;
     if (resumed_epoch) {  // its sums so far, then the rest of its batches
       acc = {progress_.loss_sum, progress_.metric_sums, progress_.rows};
@@ -192,7 +271,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
     const int64_t full_rows = batches.batch_rows(0), group = m.sync_every();
     m.strategy->check_batch(o.batch_size);
-    CompiledStep& full = m.step(StepKind::Train, full_rows, target_type(data, full_rows), group);
+    CompiledStep& full = m.step(StepKind::Train, full_rows, target_types(data, full_rows), group);
     for (int64_t b = first_batch; b < batches.num_batches();) {
       // One step runs a group of `group` consecutive batches of equal rows (one batch unless the
       // strategy synchronises every k); an epoch's last batches that do not fill one are a
@@ -200,7 +279,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       const int64_t rows = batches.batch_rows(b);
       int64_t count = 1;
       while (count < group && b + count < batches.num_batches() && batches.batch_rows(b + count) == rows) ++count;
-      CompiledStep& step = rows == full_rows && count == group ? full : m.step(StepKind::Train, rows, target_type(data, rows), count);
+      CompiledStep& step = rows == full_rows && count == group ? full : m.step(StepKind::Train, rows, target_types(data, rows), count);
       for (int64_t i = 0; i < count; ++i) feeder.feed(b + i, step, i);
       for (int64_t i = 0; i < count; ++i)
         for (auto& c : callbacks) c->on_train_batch_begin(b + i, {});
@@ -217,14 +296,14 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       // The group's batches are done together: the progress a callback saves is the group's end.
       progress_.batch = b + count, progress_.steps += count;
       progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
-      const Logs logs = acc.logs(m.metrics);
+      const Logs logs = acc.logs(m.metric_slots());
       for (int64_t i = 0; i < count; ++i)
         for (auto& c : callbacks) c->on_train_batch_end(b + i, logs);
       b += count;
       if (stop_training) break;
     }
     m.last_arena_bytes = full.exe->arena_bytes(0);
-    Logs logs = acc.logs(m.metrics);
+    Logs logs = acc.logs(m.metric_slots());
     if (validation) {
       const Logs val = evaluate(*validation, {.batch_size = o.batch_size, .verbose = 0});
       for (const auto& [k, v] : val) logs["val_" + k] = v;
@@ -233,7 +312,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     for (auto& c : callbacks) c->on_epoch_end(epoch, logs);
     m.host_changed();  // and may have written them
     progress_ = {.epoch = epoch + 1, .steps = progress_.steps, .shuffle_seed = progress_.shuffle_seed,
-                 .metric_sums = std::vector<double>(m.metrics.size(), 0.0)};
+                 .metric_sums = std::vector<double>(m.metric_sums(), 0.0)};
   }
   m.host_view();
   for (auto& c : callbacks) c->on_train_end({});
@@ -241,6 +320,9 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
 }
 
 Logs Model::evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options) { return evaluate(Dataset(x, y), options); }
+Logs Model::evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const EvaluateOptions& options) {
+  return evaluate(Dataset(x, y), options);
+}
 
 Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   Impl& m = *impl_;
@@ -250,7 +332,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
   const Dataset data = prepare(input_data, "evaluate");
   data::Batcher batches(data, o.batch_size, false, 0);
-  Feeder feeder(batches, data, true);
+  Feeder feeder(batches, true);
   feeder.start_epoch();
   m.begin_steps();
   std::vector<CallbackPtr> callbacks = o.callbacks;
@@ -262,59 +344,20 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   }
   for (auto& c : callbacks) c->set_model(this), c->set_params({1, batches.num_batches(), verbose});
   for (auto& c : callbacks) c->on_test_begin({});
-  Accumulator acc{0, std::vector<double>(m.metrics.size(), 0.0), 0};
+  Accumulator acc{0, std::vector<double>(m.metric_sums(), 0.0), 0};
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
-    CompiledStep& step = m.step(StepKind::Test, rows, target_type(data, rows));
+    CompiledStep& step = m.step(StepKind::Test, rows, target_types(data, rows));
     feeder.feed(b, step);
     step.exe->run();
     m.after_step(false);
     acc.add(step.scalars(), rows);
-    const Logs logs = acc.logs(m.metrics);
+    const Logs logs = acc.logs(m.metric_slots());
     for (auto& c : callbacks) c->on_test_batch_end(b, logs);
   }
-  const Logs logs = acc.logs(m.metrics);
+  const Logs logs = acc.logs(m.metric_slots());
   for (auto& c : callbacks) c->on_test_end(logs);
   return logs;
-}
-
-Tensor Model::predict(const Tensor& x_in, const PredictOptions& o) {
-  Impl& m = *impl_;
-  m.settle_steps();
-  if (o.batch_size < 1) throw ValueError("predict: batch_size must be >= 1, got " + std::to_string(o.batch_size));
-  if (x_in.shape().rank() < 1) throw ShapeError("predict: x must have a batch dimension, got shape " + x_in.shape().str());
-  ensure_built(x_in.shape().without_batch(), x_in.dtype());
-  if (!m.strategy) m.strategy = distribute::Default();
-  if (x_in.shape().without_batch() != m.input.shape().without_batch())
-    throw ShapeError("Model \"" + name() + "\": expected input of shape " + m.input.shape().str() + ", got x of shape " + x_in.shape().str());
-  const Tensor x = x_in.dtype() == m.input.dtype() ? x_in : x_in.cast(m.input.dtype());
-  const Dataset data(x, Tensor(Shape{x.shape()[0]}, DType::I32));
-  data::Batcher batches(data, o.batch_size, false, 0);
-  Feeder feeder(batches, data, false);
-  feeder.start_epoch();
-  m.begin_steps();
-  Tensor result(m.output.shape().without_batch().with_batch(x.shape()[0]), m.output.dtype());
-  std::shared_ptr<ProgbarLogger> bar;
-  if (const int verbose = progress_verbosity(o.verbose, m.strategy.get()); verbose > 0) {
-    bar = std::make_shared<ProgbarLogger>(std::cout);
-    bar->set_test_steps(batches.num_batches());
-    bar->set_model(this);
-    bar->set_params({1, batches.num_batches(), verbose});
-    bar->on_predict_begin({});
-  }
-  std::size_t offset = 0;
-  for (int64_t b = 0; b < batches.num_batches(); ++b) {
-    const int64_t rows = batches.batch_rows(b);
-    CompiledStep& step = m.step(StepKind::Predict, rows, {});
-    feeder.feed(b, step);
-    step.exe->run();
-    const std::size_t row_bytes = result.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, x.shape()[0]));
-    step.read_rows(step.output, static_cast<std::byte*>(result.raw()) + offset, row_bytes, rows);
-    offset += row_bytes * static_cast<std::size_t>(rows);
-    if (bar) bar->on_predict_batch_end(b, {});
-  }
-  if (bar) bar->on_predict_end({});
-  return result;
 }
 
 }  // namespace tandem

@@ -8,6 +8,7 @@
 #include "distribute/strategy.h"
 #include "layer_base/call_context.h"
 #include "layers/input_layer.h"
+#include "metrics/metrics.h"
 #include "model/model_impl.h"
 #include "model/summary_format.h"
 #include "ops/ops.h"
@@ -15,53 +16,100 @@
 
 namespace tandem {
 
-void Model::Impl::set_graph(const Symbol& in, const Symbol& out) {
-  if (!in.node() || !out.node()) throw ValueError("Model \"" + name + "\": inputs and outputs must be symbols");
-  if (in.node()->layer) throw ValueError("Model \"" + name + "\": the input must come from tandem::Input()");
-  input = in;
-  output = out;
+void Model::Impl::set_graph(const std::vector<Symbol>& in, const std::vector<Symbol>& out) {
+  const std::string who = "Model \"" + name + "\"";
+  if (in.empty() || out.empty()) throw ValueError(who + ": expected at least one input and one output");
+  std::set<const Symbol::Node*> input_nodes;
+  for (const Symbol& s : in) {
+    if (!s.node()) throw ValueError(who + ": inputs must be symbols");
+    if (s.node()->layer || s.node()->trace) throw ValueError(who + ": each input must come from tandem::Input()");
+    if (!input_nodes.insert(s.node().get()).second) throw ValueError(who + ": input \"" + s.node()->input_name + "\" is given twice");
+  }
+  for (const Symbol& s : out)
+    if (!s.node()) throw ValueError(who + ": outputs must be symbols");
+  inputs = in;
+  outputs = out;
   calls.clear();
   layers.clear();
-  std::set<const Symbol::Node*> seen;
-  bool reaches_input = false;
+  std::set<const Symbol::Node*> seen, reached;
   std::function<void(const std::shared_ptr<Symbol::Node>&)> visit = [&](const std::shared_ptr<Symbol::Node>& n) {
     if (!seen.insert(n.get()).second) return;
     if (n->trace)
-      throw ValueError("Model \"" + name + "\": a symbol computed inside " + n->trace->owner +
+      throw ValueError(who + ": a symbol computed inside " + n->trace->owner +
                        "'s call() cannot be a model's input or output; use the symbol the layer's call returns");
     if (!n->layer) {
-      if (n != in.node()) throw ValueError("Model \"" + name + "\": the output depends on input \"" + n->input_name + "\", which is not the model's input");
-      reaches_input = true;
+      if (!input_nodes.count(n.get()))
+        throw ValueError(who + ": an output depends on input \"" + n->input_name + "\", which is not one of the model's inputs");
+      reached.insert(n.get());
       return;
     }
     for (const Symbol& s : n->inputs) visit(s.node());
     calls.push_back(n);
     if (std::find(layers.begin(), layers.end(), n->layer) == layers.end()) layers.push_back(n->layer);
   };
-  visit(out.node());
-  if (!reaches_input) throw ValueError("Model \"" + name + "\": the output does not depend on the input");
+  for (const Symbol& s : out) visit(s.node());
+  for (const Symbol& s : in)
+    if (!reached.count(s.node().get()))
+      throw ValueError(in.size() == 1 ? who + ": the output does not depend on the input"
+                                      : who + ": no output depends on input \"" + s.node()->input_name + "\"");
 }
 
-graph::Value Model::Impl::trace(CallContext& ctx, graph::Value x) const {
-  std::map<const Symbol::Node*, graph::Value> value{{input.node().get(), x}};
+std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector<graph::Value>& xs) const {
+  std::map<const Symbol::Node*, graph::Value> value;
+  for (std::size_t i = 0; i < inputs.size(); ++i) value[inputs[i].node().get()] = xs.at(i);
   for (const auto& call : calls) {
     std::vector<graph::Value> ins;
     for (const Symbol& s : call->inputs) ins.push_back(value.at(s.node().get()));
     graph::ScopeGuard scope(ctx.g, call->layer->name());
     value[call.get()] = call->layer->emit(ctx, ins);
   }
-  return value.at(output.node().get());
+  std::vector<graph::Value> out;
+  for (const Symbol& s : outputs) out.push_back(value.at(s.node().get()));
+  return out;
+}
+
+std::vector<graph::Value> Model::Impl::input_placeholders(graph::Graph& g, int64_t rows) const {
+  std::vector<graph::Value> xs;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    xs.push_back(g.placeholder(inputs.size() == 1 ? std::string("x") : std::string("x").append(std::to_string(i)),
+                               {inputs[i].shape().without_batch().with_batch(rows), inputs[i].dtype()}));
+  return xs;
+}
+
+std::string Model::Impl::output_name(std::size_t i) const {
+  const Symbol& s = outputs.at(i);
+  return s.node()->layer ? s.node()->layer->name() : s.node()->input_name;
+}
+
+std::vector<Model::Impl::MetricSlot> Model::Impl::metric_slots() const {
+  std::vector<MetricSlot> slots;
+  const bool several = outputs.size() > 1;
+  if (several)
+    for (std::size_t i = 0; i < outputs.size() && i < losses.size(); ++i) slots.push_back({output_name(i).append("_loss"), "", losses[i]});
+  for (std::size_t i = 0; i < outputs.size() && i < metrics.size(); ++i)
+    for (const std::string& m : metrics[i])
+      slots.push_back({several ? output_name(i).append("_").append(m) : m, m, losses[i], metrics::sums(m, *losses[i])});
+  return slots;
+}
+
+std::size_t Model::Impl::metric_sums() const {
+  std::size_t n = 0;
+  for (const MetricSlot& s : metric_slots()) n += s.sums;
+  return n;
 }
 
 graph::Graph Model::Impl::layer_graph(int64_t rows) const {
   graph::Graph g;
   CallContext ctx(g, true, ops::fill(g, {Shape{}, DType::I64}, 0));
-  const graph::Value pred = trace(ctx, g.placeholder("x", {input.shape().without_batch().with_batch(rows), input.dtype()}));
+  const std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, rows));
   graph::Value total;
   {
     graph::ScopeGuard scope(g, "loss");
-    const Shape s = g.type(pred).shape;
-    total = ops::reduce_sum(g, ops::reshape(g, pred, {s.num_elements()}), {0});
+    for (graph::Value pred : preds) {
+      const Shape s = g.type(pred).shape;
+      const graph::Value sum = ops::reduce_sum(g, ops::reshape(g, pred, {s.num_elements()}), {0});
+      total = total.valid() ? ops::add(g, total, sum) : sum;
+    }
   }
   std::vector<graph::Value> wrt;
   for (const VariablePtr& w : weights())
@@ -83,9 +131,13 @@ std::vector<VariablePtr> Model::Impl::weights() const {
   return out;
 }
 
-Model::Model(const Symbol& input, const Symbol& output, const std::string& name) : impl_(std::make_unique<Impl>()) {
+Model::Model(const Symbol& input, const Symbol& output, const std::string& name)
+    : Model(std::vector<Symbol>{input}, std::vector<Symbol>{output}, name) {}
+
+Model::Model(const std::vector<Symbol>& inputs, const std::vector<Symbol>& outputs, const std::string& name)
+    : impl_(std::make_unique<Impl>()) {
   impl_->name = name.empty() ? unique_layer_name("functional") : name;
-  impl_->set_graph(input, output);
+  impl_->set_graph(inputs, outputs);
 }
 
 Model::Model(const std::string& name, const std::string& class_prefix) : impl_(std::make_unique<Impl>()) {
@@ -96,10 +148,10 @@ Model::Model(const std::string& name, const std::string& class_prefix) : impl_(s
 Model::~Model() = default;
 
 void Model::set_graph(const Symbol& input, const Symbol& output) {
-  impl_->set_graph(input, output);
+  impl_->set_graph({input}, {output});
   impl_->steps.clear();
 }
-bool Model::has_graph() const { return static_cast<bool>(impl_->output.node()); }
+bool Model::has_graph() const { return !impl_->outputs.empty(); }
 void Model::ensure_built(const Shape&, DType) {}
 
 const std::string& Model::name() const { return impl_->name; }
@@ -133,8 +185,8 @@ std::string Model::summary_string() {
   std::vector<detail::SummaryRow> rows;
   detail::SummaryTotals totals;
   const bool functional = impl_->class_name == "Functional";
-  if (functional && impl_->input.node())
-    rows.push_back({impl_->input.node()->input_name + "", "InputLayer", impl_->input.shape().str(), 0, {}});
+  if (functional)
+    for (const Symbol& in : impl_->inputs) rows.push_back({in.node()->input_name, "InputLayer", in.shape().str(), 0, {}});
   for (const auto& call : impl_->calls) {
     std::vector<std::string> from;
     for (const Symbol& s : call->inputs)

@@ -87,7 +87,7 @@ Json model_entry(const char* class_name, Json config, const Json& input_shape, C
 
 Json sequential_config(const ModelGraph& m, ConfigForm form) {
   Json list = Json::array();
-  list.push_back(layer_entry("InputLayer", input_config(m.input), {}, form));
+  list.push_back(layer_entry("InputLayer", input_config(m.inputs[0]), {}, form));
   std::set<const Layer*> seen;
   for (const auto& call : m.calls) {
     const Layer& layer = *call->layer;
@@ -96,15 +96,18 @@ Json sequential_config(const ModelGraph& m, ConfigForm form) {
                        " more than once; a saved Sequential is a list of distinct layers (share layers in a functional model)");
     list.push_back(layer_entry(layer.class_name(), parse_object(layer.config_json(), who(layer)), input_shapes(*call), form));
   }
-  Json config{{"name", m.name}, {"trainable", true}, {"dtype", config::dtype_policy_json()}};
+  Json config{{"name", m.name}, {"trainable", true}, {"dtype", config::dtype_policy_json(m.inputs[0].dtype() == DType::F64 ? DType::F64 : DType::F32)}};
   config["layers"] = list;
-  config["build_input_shape"] = shape_json(m.input.shape());
-  return model_entry("Sequential", config, shape_json(m.input.shape()), form);
+  config["build_input_shape"] = shape_json(m.inputs[0].shape());
+  return model_entry("Sequential", config, shape_json(m.inputs[0].shape()), form);
 }
 
 Json functional_config(const ModelGraph& m, ConfigForm form) {
-  const std::string& input_name = m.input.node()->input_name;
-  std::map<std::string, std::string> names{{input_name, "the model's input"}};
+  std::map<std::string, std::string> names;
+  for (const Symbol& in : m.inputs)
+    if (!names.try_emplace(in.node()->input_name, "the model's input").second)
+      throw ValueError("Model \"" + m.name + "\": two inputs are named \"" + in.node()->input_name + "\"; a saved functional model " +
+                       "records its connections by name, so the names must be unique");
   for (const auto& layer : m.layers)
     if (auto [it, fresh] = names.try_emplace(layer->name(), who(*layer)); !fresh)
       throw ValueError("Model \"" + m.name + "\": " + who(*layer) + " and " + it->second + " have the same name; a saved " +
@@ -129,10 +132,12 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
   };
 
   Json list = Json::array();
-  Json input_entry = layer_entry("InputLayer", input_config(m.input), {}, form);
-  input_entry["name"] = input_name;
-  input_entry["inbound_nodes"] = Json::array();
-  list.push_back(input_entry);
+  for (const Symbol& in : m.inputs) {
+    Json input_entry = layer_entry("InputLayer", input_config(in), {}, form);
+    input_entry["name"] = in.node()->input_name;
+    input_entry["inbound_nodes"] = Json::array();
+    list.push_back(input_entry);
+  }
   for (const auto& layer : m.layers) {
     const Json config = parse_object(layer->config_json(), who(*layer));
     Json kwargs = Json::object();
@@ -160,9 +165,15 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
   }
   Json config{{"name", m.name}, {"trainable", true}};
   config["layers"] = list;
-  // One input and one output: Keras writes each as the connection itself, not a list of them.
-  config["input_layers"] = history(m.input);
-  config["output_layers"] = history(m.output);
+  // One input or output: Keras writes it as the connection itself, several as a list of them.
+  auto endpoints = [&](const std::vector<Symbol>& ss) {
+    if (ss.size() == 1) return history(ss[0]);
+    Json list = Json::array();
+    for (const Symbol& s : ss) list.push_back(history(s));
+    return list;
+  };
+  config["input_layers"] = endpoints(m.inputs);
+  config["output_layers"] = endpoints(m.outputs);
   return model_entry("Functional", config, nullptr, form);
 }
 
@@ -285,14 +296,15 @@ Json with_call_arguments(Json config, const Json& nodes, const std::string& wher
   return config;
 }
 
-Ref single_endpoint(const Json& config, const char* key) {
+std::vector<Ref> endpoints(const Json& config, const char* key) {
   const Json& v = member(config, key, "Functional config");
   const std::string where = std::string("Functional config: ") + key;
-  // [[name, 0, 0]] or, for one endpoint, [name, 0, 0].
-  if (v.is_array() && !v.empty() && v[0].is_string()) return history_ref(v, where);
-  if (!v.is_array() || v.size() != 1)
-    throw ValueError(where + ": Tandem models have exactly one input and one output, got " + shorten(v.dump()));
-  return history_ref(v[0], where);
+  // [[name, 0, 0], ...] or, for one endpoint, [name, 0, 0].
+  if (v.is_array() && !v.empty() && v[0].is_string()) return {history_ref(v, where)};
+  if (!v.is_array() || v.empty()) throw ValueError(where + ": expected a list of connections [layer name, node index, tensor index], got " + shorten(v.dump()));
+  std::vector<Ref> refs;
+  for (const Json& h : v) refs.push_back(history_ref(h, where));
+  return refs;
 }
 
 std::unique_ptr<Model> functional_from_config(const Json& config, const std::string& name) {
@@ -377,20 +389,27 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
     throw ValueError(stuck.where + ": the layer calls depend on each other in a cycle");
   }
 
-  const Ref in = single_endpoint(config, "input_layers"), out = single_endpoint(config, "output_layers");
-  if (!input_layers.count(in.layer))
-    throw ValueError("Functional config: input_layers names \"" + in.layer + "\", which is not an InputLayer of the config");
-  if (input_layers.size() != 1)
-    throw ValueError("Functional config: Tandem models have one input, the config has " + std::to_string(input_layers.size()));
-  const auto output = made.find({out.layer, out.node});
-  if (output == made.end()) throw ValueError("Functional config: output_layers names " + out.str() + ", which no layer call makes");
-  return std::make_unique<Model>(made.at({in.layer, 0}), output->second, name);
+  std::vector<Symbol> ins, outs;
+  for (const Ref& in : endpoints(config, "input_layers")) {
+    if (!input_layers.count(in.layer))
+      throw ValueError("Functional config: input_layers names \"" + in.layer + "\", which is not an InputLayer of the config");
+    ins.push_back(made.at({in.layer, 0}));
+  }
+  if (ins.size() != input_layers.size())
+    throw ValueError("Functional config: input_layers names " + std::to_string(ins.size()) + " inputs, the config has " +
+                     std::to_string(input_layers.size()) + " InputLayers");
+  for (const Ref& out : endpoints(config, "output_layers")) {
+    const auto output = made.find({out.layer, out.node});
+    if (output == made.end()) throw ValueError("Functional config: output_layers names " + out.str() + ", which no layer call makes");
+    outs.push_back(output->second);
+  }
+  return std::make_unique<Model>(ins, outs, name);
 }
 
 }  // namespace
 
 Json model_config(const ModelGraph& model, ConfigForm form) {
-  if (!model.input.node() || !model.output.node()) throw ValueError("Model \"" + model.name + "\": the model is not built");
+  if (model.inputs.empty() || model.outputs.empty()) throw ValueError("Model \"" + model.name + "\": the model is not built");
   return model.class_name == "Sequential" ? sequential_config(model, form) : functional_config(model, form);
 }
 

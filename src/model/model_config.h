@@ -19,7 +19,7 @@ namespace tandem::detail {
 struct ModelGraph {
   std::string name;
   std::string class_name;  // "Sequential" or "Functional"
-  Symbol input, output;
+  std::vector<Symbol> inputs, outputs;
   std::vector<std::shared_ptr<Symbol::Node>> calls;  // layer calls, inputs before the calls that use them
   std::vector<std::shared_ptr<Layer>> layers;       // each layer once, in Keras's order (Model.layers)
 };
@@ -39,10 +39,13 @@ Json model_config(const ModelGraph& model, ConfigForm form = ConfigForm::hdf5);
 // entry for unknown classes, bad or missing keys, dangling connections and shape mismatches.
 std::unique_ptr<Model> model_from_config(const Json& config);
 
+// Per output: a loss, its weight and its metrics. One output is written as Keras writes a
+// single-output model (a loss, a list of metric names, loss_weights null); several as lists.
 struct CompileSettings {
   OptimizerPtr optimizer;
-  LossPtr loss;
-  std::vector<std::string> metrics;
+  std::vector<LossPtr> losses;
+  std::vector<double> loss_weights;
+  std::vector<std::vector<std::string>> metrics;
 };
 
 // Compile settings (model/compile_config.cpp).

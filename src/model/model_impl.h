@@ -33,12 +33,18 @@ struct CompiledStep {
   int64_t pieces = 1;      // micro-batches per batch
   std::unique_ptr<runtime::Executable> exe;
   const distribute::Strategy* strategy = nullptr;  // combines what several workers read
-  std::vector<Feed> x, y;        // per program
-  int loss = -1;                 // fetch indices
-  std::vector<int> metrics;      // per-batch sums, one per compiled metric
-  int output = -1;
-  // The loss, then each metric: fetched float scalars read where they live, partial sums added
-  // up (over every worker's devices), a replicated value once.
+  std::vector<std::vector<Feed>> x, y;  // per input (per output), per program
+  // A fetched value of `count` elements that the host reads as numbers.
+  struct Sums {
+    int fetch = -1;
+    int64_t count = 1;
+    DType dtype = DType::F32;
+  };
+  Sums loss;                     // the batch's loss
+  std::vector<Sums> metrics;     // per-batch sums, one per entry of Impl::metric_slots()
+  std::vector<int> outputs;      // predict: fetch indices, one per model output
+  // The loss, then each metric's sums, flattened: read where they live, partial sums added up
+  // (over every worker's devices), a replicated value once.
   std::vector<double> scalars() const;
   // Copies the `index`-th batch of the step (rows of `row_bytes` each) from host memory to the
   // devices: each of its micro-batches, each program its rows of them.
@@ -50,28 +56,45 @@ struct CompiledStep {
 struct Model::Impl {
   std::string name;
   std::string class_name = "Functional";
-  Symbol input, output;
+  std::vector<Symbol> inputs, outputs;
   std::vector<std::shared_ptr<Symbol::Node>> calls;  // layer calls in topological order
   std::vector<std::shared_ptr<Layer>> layers;         // distinct layers, first-use order
 
   // Set by compile.
   bool compiled = false;
   OptimizerPtr optimizer;
-  LossPtr loss;
-  std::vector<std::string> metrics;
+  std::vector<LossPtr> losses;                    // per output
+  std::vector<double> loss_weights;               // per output
+  std::vector<std::vector<std::string>> metrics;  // per output, as compiled
   distribute::StrategyPtr strategy;
   // Declared before the steps, so destroyed after them: a step the watchdog abandoned may still
   // run kernels over these homes, and destroying its Executable waits for it.
   runtime::VariableHomes homes;
-  std::map<std::tuple<StepKind, int64_t, int64_t>, CompiledStep> steps;  // cached per (kind, rows, batches)
+  // Cached per (kind, rows, batches, whether the loss takes per-row weights).
+  std::map<std::tuple<StepKind, int64_t, int64_t, bool>, CompiledStep> steps;
   std::size_t last_arena_bytes = 0;
 
-  void set_graph(const Symbol& in, const Symbol& out);
-  // Traces the layer calls into g on placeholder x; returns the model's output value.
-  graph::Value trace(CallContext& ctx, graph::Value x) const;
+  void set_graph(const std::vector<Symbol>& in, const std::vector<Symbol>& out);
+  // Traces the layer calls into g on the inputs' values; returns the outputs' values.
+  std::vector<graph::Value> trace(CallContext& ctx, const std::vector<graph::Value>& xs) const;
+  // Placeholders for the model's inputs, `rows` rows each: "x" (one input) or "x0", "x1", ...
+  std::vector<graph::Value> input_placeholders(graph::Graph& g, int64_t rows) const;
+  // What History and evaluate report beside "loss", in the order of CompiledStep::metrics: with
+  // one output each metric by its name; with several each output's loss ("<output>_loss"), then
+  // its metrics ("<output>_<metric>"). Each is a metric of an output (whose loss says what
+  // "accuracy" means) or, with `metric` empty, an output's own loss; `sums` is how many sums it keeps.
+  struct MetricSlot {
+    std::string name, metric;
+    LossPtr loss;
+    std::size_t sums = 1;
+  };
+  std::vector<MetricSlot> metric_slots() const;
+  std::size_t metric_sums() const;  // all slots' sums together
+  std::string output_name(std::size_t i) const;  // the layer that makes output i
   // The step of `batches` batches of `rows` rows (more than one: training with a strategy that
-  // synchronises every k batches). `y_type` is one batch's targets.
-  CompiledStep& step(StepKind kind, int64_t rows, const TensorType& y_type, int64_t batches = 1);
+  // synchronises every k batches). `y_types` are one batch's targets, one per output, and when
+  // there is one more, the per-row weights of the loss (fit's sample_weight or class_weight).
+  CompiledStep& step(StepKind kind, int64_t rows, const std::vector<TensorType>& y_types, int64_t batches = 1);
   int sync_every() const;  // batches per update
   std::vector<VariablePtr> weights() const;
   // Forward and backward of the layers (the loss a plain sum) for batches of `rows` rows: what

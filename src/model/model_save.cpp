@@ -180,7 +180,15 @@ std::unique_ptr<Model> model_from_configs(const Json& model_config, const std::o
   if (compile && !compile->is_null()) {
     try {
       const detail::CompileSettings s = detail::compile_from_config(*compile);
-      model->compile({.optimizer = s.optimizer, .loss = s.loss, .metrics = s.metrics});
+      // One loss (and one list of metrics) stands for every output, as Keras reads it.
+      const bool one = s.losses.size() == 1;
+      const bool per_output_metrics = s.metrics.size() > 1;
+      model->compile({.optimizer = s.optimizer,
+                      .loss = one ? LossArg(s.losses[0]) : LossArg(),
+                      .losses = one ? std::vector<LossArg>{} : std::vector<LossArg>(s.losses.begin(), s.losses.end()),
+                      .loss_weights = s.loss_weights,
+                      .metrics = per_output_metrics || s.metrics.empty() ? std::vector<std::string>{} : s.metrics[0],
+                      .output_metrics = per_output_metrics ? s.metrics : std::vector<std::vector<std::string>>{}});
     } catch (...) {
       detail::rethrow_with(compile_where + ": ");
     }
@@ -195,11 +203,11 @@ void Model::save(const std::string& path) {
   impl_->host_view();
   const Impl& m = *impl_;
   const io::WeightsModel weights = m.weights_model("save");
-  const detail::ModelGraph graph{m.name, m.class_name, m.input, m.output, m.calls, weights.layers};
+  const detail::ModelGraph graph{m.name, m.class_name, m.inputs, m.outputs, m.calls, weights.layers};
   const detail::ConfigForm form = archive ? detail::ConfigForm::archive : detail::ConfigForm::hdf5;
   Json model_config = detail::model_config(graph, form);
   std::optional<Json> training_config;
-  if (m.compiled) training_config = detail::compile_config({m.optimizer, m.loss, m.metrics}, form);
+  if (m.compiled) training_config = detail::compile_config({m.optimizer, m.losses, m.loss_weights, m.metrics}, form);
   io::weights_layout(weights);  // the optimizer's slots must fit the model before any file is touched
 
   const RandomState random = random_state();
@@ -264,7 +272,7 @@ std::unique_ptr<Model> load_model(const std::string& path) {
         io::read_weights(f, model->impl_->weights_model("load_model"), kWeightsRoot);
       }
     }
-    model->progress_.metric_sums.assign(model->impl_->metrics.size(), 0.0);
+    model->progress_.metric_sums.assign(model->impl_->metric_sums(), 0.0);
     if (state) {
       model->progress_.epoch = state->epoch;
       model->progress_.batch = state->batch;

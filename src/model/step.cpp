@@ -21,29 +21,45 @@ graph::Value sum_over_all(graph::Graph& g, graph::Value v) {
   return ops::reduce_sum(g, v, axes);
 }
 
+// Per-sample losses (rows, ...) times each row's weight (rows,), broadcast over the other axes.
+graph::Value weigh_rows(graph::Graph& g, graph::Value per, graph::Value weights) {
+  const TensorType t = g.type(per);
+  std::vector<int64_t> dims(static_cast<std::size_t>(t.shape.rank()), 1);
+  dims[0] = t.shape[0];
+  return ops::mul(g, per, ops::reshape(g, ops::cast(g, weights, t.dtype), Shape(dims)));
+}
+
 graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
 }  // namespace
 
 std::vector<double> CompiledStep::scalars() const {
-  std::vector<int> fetches{loss};
+  std::vector<Sums> fetches{loss};
   fetches.insert(fetches.end(), metrics.begin(), metrics.end());
-  std::vector<double> values, partial;
-  for (int fetch : fetches) {
-    const compile::FetchSite& site = exe->plan().fetches[static_cast<std::size_t>(fetch)];
-    double s = 0;
+  std::vector<double> values, partial, one;
+  std::vector<bool> is_partial;
+  for (const Sums& f : fetches) {
+    const compile::FetchSite& site = exe->plan().fetches[static_cast<std::size_t>(f.fetch)];
+    std::vector<double> s(static_cast<std::size_t>(f.count), 0.0);
     for (int p : site.programs) {
-      float v = 0;
-      exe->copy_fetch(p, fetch, &v, sizeof v);
-      s += v;
+      one.resize(s.size());
+      if (f.dtype == DType::F64) {
+        exe->copy_fetch(p, f.fetch, one.data(), one.size() * sizeof(double));
+      } else {
+        std::vector<float> v(s.size());
+        exe->copy_fetch(p, f.fetch, v.data(), v.size() * sizeof(float));
+        std::copy(v.begin(), v.end(), one.begin());
+      }
+      for (std::size_t i = 0; i < s.size(); ++i) s[i] += one[i];
       if (!site.layout.is_partial()) break;  // every program holds all of it
     }
-    values.push_back(s);
-    if (site.layout.is_partial()) partial.push_back(s);
+    values.insert(values.end(), s.begin(), s.end());
+    is_partial.insert(is_partial.end(), s.size(), site.layout.is_partial());
+    if (site.layout.is_partial()) partial.insert(partial.end(), s.begin(), s.end());
   }
   if (strategy->workers() == 1) return values;
   strategy->sum_over_workers(partial);  // one exchange for all of them
-  for (std::size_t i = 0, j = 0; i < fetches.size(); ++i)
-    if (exe->plan().fetches[static_cast<std::size_t>(fetches[i])].layout.is_partial()) values[i] = partial[j++];
+  for (std::size_t i = 0, j = 0; i < values.size(); ++i)
+    if (is_partial[i]) values[i] = partial[j++];
   return values;
 }
 
@@ -114,8 +130,9 @@ void Model::Impl::before_step() {
   host_newer = false;
 }
 
-CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const TensorType& y_type, int64_t batches) {
-  const auto key = std::make_tuple(kind, rows, batches);
+CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<TensorType>& y_types, int64_t batches) {
+  const bool weighted = kind != StepKind::Predict && y_types.size() > outputs.size();
+  const auto key = std::make_tuple(kind, rows, batches, weighted);
   if (auto it = steps.find(key); it != steps.end()) return it->second;
 
   const bool train = kind == StepKind::Train;
@@ -132,38 +149,63 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const TensorType& y
   std::vector<graph::Value> fetches;
   // Dropout masks follow the count of training steps.
   const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
-  const graph::Value x = g.placeholder("x", {input.shape().without_batch().with_batch(step.micro_rows), input.dtype()});
   CallContext ctx(g, train, counter);
-  const graph::Value pred = trace(ctx, x);
+  const std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, step.micro_rows));
   if (kind == StepKind::Predict) {
-    step.output = 0;
-    fetches.push_back(pred);
+    for (graph::Value pred : preds) {
+      step.outputs.push_back(static_cast<int>(fetches.size()));
+      fetches.push_back(pred);
+    }
   } else {
-    const graph::Value y = g.placeholder("y", {y_type.shape.without_batch().with_batch(step.micro_rows), y_type.dtype});
+    const bool several = outputs.size() > 1;
+    std::vector<graph::Value> ys, per_output;  // targets; each output's per-sample losses
     graph::Value loss_value;
     {
       graph::ScopeGuard scope(g, "loss");
-      const graph::Value per = loss->per_sample(g, pred, y);
-      // Keras's "sum_over_batch_size": the mean over every per-sample loss element of the step's
-      // batches, so the sum over micro-batches of each one's loss is the step's loss.
-      const auto elements = static_cast<double>(g.type(per).shape.num_elements()) * static_cast<double>(micro_batches);
-      loss_value = ops::scale(g, sum_over_all(g, per), 1.0 / elements);
+      for (std::size_t i = 0; i < y_types.size(); ++i) {  // the targets, then the row weights
+        const TensorType& t = y_types[i];
+        const std::string name = i == outputs.size() ? std::string("sample_weight") : several ? std::string("y").append(std::to_string(i)) : std::string("y");
+        ys.push_back(g.placeholder(name, {t.shape.without_batch().with_batch(step.micro_rows), t.dtype}));
+      }
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        per_output.push_back(losses[i]->per_sample(g, preds[i], ys[i]));
+        if (weighted) per_output[i] = weigh_rows(g, per_output[i], ys.back());
+        // Keras's "sum_over_batch_size": the mean over every per-sample loss element of the step's
+        // batches, so the sum over micro-batches of each one's loss is the step's loss.
+        const auto elements = static_cast<double>(g.type(per_output[i]).shape.num_elements()) * static_cast<double>(micro_batches);
+        const graph::Value term = ops::scale(g, sum_over_all(g, per_output[i]), loss_weights[i] / elements);
+        loss_value = loss_value.valid() ? ops::add(g, loss_value, term) : term;
+      }
     }
-    step.loss = 0;
+    step.loss = {0, 1, g.type(loss_value).dtype};
     fetches.push_back(over_step(g, loss_value));
     {
       graph::ScopeGuard phase(g, graph::Phase::Metric);
-      for (const std::string& m : metrics) {
-        graph::ScopeGuard scope(g, m);
-        step.metrics.push_back(static_cast<int>(fetches.size()));
-        graph::Value per = metrics::per_sample(g, m, *loss, pred, y);
-        // Metrics of rank > 1 (sequence outputs) average within each row first.
+      // Per-row values of rank > 1 (sequence outputs) average within each row first; fit keeps
+      // the running mean of their sums over rows.
+      auto add_sums = [&](graph::Value sums) {
+        const TensorType t = g.type(sums);
+        step.metrics.push_back({static_cast<int>(fetches.size()), t.shape.num_elements(), t.dtype});
+        fetches.push_back(over_step(g, sums));
+      };
+      auto add_row_sum = [&](graph::Value per) {
         const Shape ps = g.type(per).shape;
         if (ps.rank() > 1)
           per = ops::scale(g, ops::reduce_sum(g, ops::reshape(g, per, {ps[0], ps.num_elements() / ps[0]}), {1}),
                            double(ps[0]) / double(ps.num_elements()));
-        fetches.push_back(over_step(g, sum_over_all(g, per)));
-      }
+        add_sums(sum_over_all(g, per));
+      };
+      if (several)
+        for (std::size_t i = 0; i < outputs.size(); ++i) {
+          graph::ScopeGuard scope(g, output_name(i).append("_loss"));
+          add_row_sum(per_output[i]);
+        }
+      for (std::size_t i = 0; i < outputs.size(); ++i)
+        for (const std::string& m : metrics[i]) {
+          graph::ScopeGuard scope(g, several ? output_name(i).append("_").append(m) : m);
+          const metrics::Emitted e = metrics::emit(g, m, *losses[i], preds[i], ys[i]);
+          e.per_sample ? add_row_sum(e.value) : add_sums(e.value);
+        }
     }
     if (train) {
       std::vector<VariablePtr> trainable;
@@ -199,9 +241,12 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const TensorType& y
     for (int64_t j = 0; j < micro_batches; ++j) f.at.push_back(step.exe->feed(p, name, static_cast<int>(j)));
     return f;
   };
+  const std::size_t n_in = inputs.size(), n_out = outputs.size();
+  step.x.resize(n_in), step.y.resize(kind == StepKind::Predict ? 0 : n_out + (weighted ? 1 : 0));
   for (int p = 0; p < step.exe->programs(); ++p) {
-    step.x.push_back(feed(p, "x"));
-    step.y.push_back(kind == StepKind::Predict ? CompiledStep::Feed{} : feed(p, "y"));
+    for (std::size_t i = 0; i < n_in; ++i) step.x[i].push_back(feed(p, n_in == 1 ? std::string("x") : std::string("x").append(std::to_string(i))));
+    for (std::size_t i = 0; i < step.y.size(); ++i)
+      step.y[i].push_back(feed(p, i == n_out ? std::string("sample_weight") : n_out == 1 ? std::string("y") : std::string("y").append(std::to_string(i))));
   }
   if (train) last_arena_bytes = step.exe->arena_bytes(0);
   return steps.emplace(key, std::move(step)).first->second;

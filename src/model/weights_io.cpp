@@ -19,7 +19,7 @@ using Node = Symbol::Node;
 // longest path from it to the output; layers come deepest first, ties in walk order. Files name
 // layers by position ("dense", "dense_1") and the optimizer keeps slots in this order, so a
 // branched graph must be listed exactly as Keras lists it.
-std::vector<std::shared_ptr<Layer>> keras_layer_order(const Symbol& output) {
+std::vector<std::shared_ptr<Layer>> keras_layer_order(const std::vector<Symbol>& outputs) {
   std::vector<const Node*> post;  // inputs first
   std::map<const Layer*, int> first_seen;
   std::set<const Node*> finished;
@@ -30,7 +30,7 @@ std::vector<std::shared_ptr<Layer>> keras_layer_order(const Symbol& output) {
     finished.insert(n);
     post.push_back(n);
   };
-  walk(output.node().get());
+  for (const Symbol& output : outputs) walk(output.node().get());
 
   std::map<const Node*, int> node_depth;
   std::map<const Layer*, int> layer_depth;
@@ -59,14 +59,14 @@ std::vector<std::shared_ptr<Layer>> keras_layer_order(const Symbol& output) {
 
 io::WeightsModel Model::Impl::weights_model(const char* what) const {
   const Impl& m = *this;
-  if (!m.output.node())
+  if (m.outputs.empty())
     throw ValueError("Model \"" + m.name + "\": " + what +
                      " needs a built model; give it an InputLayer, call build(), or run it on data first");
   io::WeightsModel w;
   w.name = m.name;
   w.functional = m.class_name == "Functional";
-  w.input_name = m.input.node()->input_name;
-  w.layers = w.functional ? keras_layer_order(m.output) : m.layers;  // Sequential: the chain, as Keras
+  for (const Symbol& in : m.inputs) w.input_names.push_back(in.node()->input_name);
+  w.layers = w.functional ? keras_layer_order(m.outputs) : m.layers;  // Sequential: the chain, as Keras
   if (m.compiled) w.optimizer = m.optimizer;
   for (const VariablePtr& v : m.weights())  // the order the optimizer keeps its slots in
     if (v->trainable()) w.optimizer_weights.push_back(v);

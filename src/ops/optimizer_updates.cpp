@@ -14,6 +14,18 @@ std::vector<TensorType> check_update(const Attrs&, const std::vector<TensorType>
   return {};
 }
 
+// Nadam's update also reads the optimizer-wide u_product, a scalar.
+std::vector<TensorType> check_nadam_update(const Attrs& a, const std::vector<TensorType>& in) {
+  if (in[6].shape.rank() != 0) throw ShapeError("nadam_update: u_product must be a scalar, got " + in[6].shape.str());
+  return check_update(a, in);
+}
+
+std::vector<TensorType> check_scalar_state(const Attrs&, const std::vector<TensorType>& in) {
+  if (in[0].shape.rank() != 0 || !is_float(in[0].dtype)) throw ShapeError("nadam_u_product_update: expected a float scalar");
+  if (in[1].dtype != DType::I64 || in[1].shape.rank() != 0) throw ShapeError("nadam_u_product_update: expected an int64 iteration count");
+  return {};
+}
+
 // A variable split over its devices is updated block by block: its gradient and slots (the
 // inputs of its shape) in the same blocks, the scalars whole.
 std::optional<graph::Signature> update_layout(const graph::LayoutQuery& q) {
@@ -34,6 +46,19 @@ REGISTER_OP(.name = "adam_update", .infer = check_update, .writes_inputs = {0, 4
             .gradient_input = 1, .layout = update_layout);
 // rmsprop_update(var, grad, lr, mean_square[, momentum]); attrs rho, epsilon, momentum.
 REGISTER_OP(.name = "rmsprop_update", .infer = check_update, .writes_inputs = {0, 3, 4}, .has_side_effects = true,
+            .gradient_input = 1, .layout = update_layout);
+// adagrad_update(var, grad, lr, accumulator); attr epsilon.
+REGISTER_OP(.name = "adagrad_update", .infer = check_update, .writes_inputs = {0, 3}, .has_side_effects = true,
+            .gradient_input = 1, .layout = update_layout);
+// nadam_update(var, grad, lr, iteration, m, v, u_product); attrs beta_1, beta_2, epsilon. Reads
+// u_product as it was before the step.
+REGISTER_OP(.name = "nadam_update", .infer = check_nadam_update, .writes_inputs = {0, 4, 5}, .has_side_effects = true,
+            .gradient_input = 1, .layout = update_layout);
+// nadam_u_product_update(u_product, iteration): u_product ·= μ of this step, after every
+// nadam_update that read it. Scalars only, so every device updates its whole copy (like increment).
+REGISTER_OP(.name = "nadam_u_product_update", .infer = check_scalar_state, .writes_inputs = {0}, .has_side_effects = true);
+// lion_update(var, grad, lr, momentum); attrs beta_1, beta_2.
+REGISTER_OP(.name = "lion_update", .infer = check_update, .writes_inputs = {0, 3}, .has_side_effects = true,
             .gradient_input = 1, .layout = update_layout);
 // increment(counter): counter += 1, after every update that read it.
 REGISTER_OP(

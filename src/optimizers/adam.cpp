@@ -31,7 +31,7 @@ class AdamOptimizer : public Optimizer {
  protected:
   std::vector<std::string> slot_names() const override { return {"momentum", "velocity"}; }
   void emit_update(graph::Graph& g, const graph::Value& var, const graph::Value& grad, const graph::Value& lr,
-                   const graph::Value& iteration, const std::vector<graph::Value>& slots) const override {
+                   const graph::Value& iteration, const std::vector<graph::Value>& slots, const std::vector<graph::Value>&) const override {
     g.add_multi("adam_update", {var, grad, lr, iteration, slots[0], slots[1]},
                 {{"beta_1", b1_}, {"beta_2", b2_}, {"epsilon", eps_}, {"weight_decay", wd_}});
   }

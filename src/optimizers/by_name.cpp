@@ -9,7 +9,10 @@ OptimizerPtr get(const std::string& name) {
   if (name == "adam") return Adam();
   if (name == "adamw") return AdamW();
   if (name == "rmsprop") return RMSprop();
-  throw ValueError("compile: unknown optimizer '" + name + "'; expected one of sgd, adam, adamw, rmsprop");
+  if (name == "adagrad") return Adagrad();
+  if (name == "nadam") return Nadam();
+  if (name == "lion") return Lion();
+  throw ValueError("compile: unknown optimizer '" + name + "'; expected one of sgd, adam, adamw, rmsprop, adagrad, nadam, lion");
 }
 
 }  // namespace tandem::optimizers

@@ -13,6 +13,16 @@ namespace tandem {
 
 namespace {
 graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
+
+Tensor filled(const Shape& shape, DType dtype, double value) {
+  Tensor t(shape, dtype);
+  if (value == 0.0) return t;
+  if (dtype == DType::F64)
+    for (double& x : t.values<double>()) x = value;
+  else
+    for (float& x : t.values<float>()) x = static_cast<float>(value);
+  return t;
+}
 }  // namespace
 
 std::vector<graph::Value> Optimizer::clip(graph::Graph& g, const std::vector<graph::Value>& grads) const {
@@ -85,17 +95,52 @@ std::string Optimizer::learning_rate_config() const {
 int64_t Optimizer::iterations() const { return variables_[0]->value().data<int64_t>()[0]; }
 
 void Optimizer::build(const std::vector<VariablePtr>& trainable) {
+  const bool first = variables_.size() == 2;
+  // Slots of weights built later go before the state, which stays last.
+  variables_.resize(variables_.size() - state_.size());
   for (const VariablePtr& v : trainable) {
     if (std::find(slot_owner_ids_.begin(), slot_owner_ids_.end(), v->id()) != slot_owner_ids_.end()) continue;
     std::vector<VariablePtr> slots;
     for (const std::string& s : slot_names()) {
-      auto slot = std::make_shared<Variable>("optimizer/" + v->path() + "/" + s, Tensor(v->value().shape(), v->value().dtype()), false);
+      const Tensor start = filled(v->value().shape(), v->value().dtype(), slot_initial_value());
+      auto slot = std::make_shared<Variable>("optimizer/" + v->path() + "/" + s, start, false);
       slots.push_back(slot);
       variables_.push_back(slot);
     }
     slots_.push_back(std::move(slots));
     slot_owner_ids_.push_back(v->id());
   }
+  if (first)
+    for (const auto& [name, start] : state_variables()) {
+      const DType dtype = trainable.empty() ? DType::F32 : trainable[0]->value().dtype();
+      state_.push_back(std::make_shared<Variable>("optimizer/" + name, filled(Shape{}, dtype, start), false));
+    }
+  variables_.insert(variables_.end(), state_.begin(), state_.end());
+}
+
+std::vector<VariablePtr> Optimizer::keras_variables(const std::vector<VariablePtr>& weights) const {
+  std::vector<VariablePtr> out{variables_[0], variables_[1]};
+  const std::size_t per = slot_names().size();
+  if (!slots_.empty() && per > 0) {
+    const std::string who = "optimizer \"" + name() + "\"";
+    if (weights.size() != slots_.size())
+      throw Error(who + ": has slots for " + std::to_string(slots_.size()) + " trainable weights, the model has " +
+                  std::to_string(weights.size()));
+    std::vector<const std::vector<VariablePtr>*> of;  // of[j]: the slots of weights[j]
+    for (const VariablePtr& w : weights) {
+      const auto at = std::find(slot_owner_ids_.begin(), slot_owner_ids_.end(), w->id());
+      if (at == slot_owner_ids_.end()) throw Error(who + ": has no slots for weight \"" + w->path() + "\"");
+      of.push_back(&slots_[static_cast<std::size_t>(at - slot_owner_ids_.begin())]);
+    }
+    if (keras_slot_blocks()) {
+      for (std::size_t s = 0; s < per; ++s)
+        for (const auto* slots : of) out.push_back((*slots)[s]);
+    } else {
+      for (const auto* slots : of) out.insert(out.end(), slots->begin(), slots->end());
+    }
+  }
+  out.insert(out.end(), state_.begin(), state_.end());
+  return out;
 }
 
 void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads) {
@@ -105,6 +150,8 @@ void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& va
   const graph::Value iteration = read(g, *variables_[0]);
   const graph::Value lr = read(g, *variables_[1]);
   const std::vector<graph::Value> clipped = clip(g, grads);
+  std::vector<graph::Value> state;
+  for (const VariablePtr& s : state_) state.push_back(read(g, *s));
   std::vector<int> updates;
   for (std::size_t i = 0; i < vars.size(); ++i) {
     if (!clipped[i].valid()) continue;  // the variable does not affect the loss
@@ -112,10 +159,15 @@ void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& va
     std::vector<graph::Value> slots;
     for (const VariablePtr& s : slots_[static_cast<std::size_t>(at)]) slots.push_back(read(g, *s));
     const int before = g.size();
-    emit_update(g, read(g, *vars[i]), clipped[i], lr, iteration, slots);
+    emit_update(g, read(g, *vars[i]), clipped[i], lr, iteration, slots, state);
     for (int n = before; n < g.size(); ++n) updates.push_back(n);
   }
-  // Every update reads the iteration count; it advances only after all of them.
+  // The updates read the state and the iteration count as they were before this step: the
+  // state advances after all of them, and the count after that.
+  const int before = g.size();
+  emit_state_update(g, iteration, state);
+  for (int n = before; n < g.size(); ++n) g.node(n).after = updates;
+  for (int n = before; n < g.size(); ++n) updates.push_back(n);
   g.add_multi("increment", {iteration});
   g.node(g.size() - 1).after = updates;
 }

@@ -26,8 +26,9 @@ class RMSpropOptimizer : public Optimizer {
     if (o_.momentum > 0) return {"velocity", "momentum"};
     return {"velocity"};
   }
+  bool keras_slot_blocks() const override { return true; }
   void emit_update(graph::Graph& g, const graph::Value& var, const graph::Value& grad, const graph::Value& lr,
-                   const graph::Value&, const std::vector<graph::Value>& slots) const override {
+                   const graph::Value&, const std::vector<graph::Value>& slots, const std::vector<graph::Value>&) const override {
     std::vector<graph::Value> in{var, grad, lr};
     in.insert(in.end(), slots.begin(), slots.end());
     g.add_multi("rmsprop_update", in, {{"rho", o_.rho}, {"epsilon", o_.epsilon}, {"momentum", o_.momentum}});

@@ -25,7 +25,7 @@ class SGDOptimizer : public Optimizer {
     return o_.momentum > 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{};
   }
   void emit_update(graph::Graph& g, const graph::Value& var, const graph::Value& grad, const graph::Value& lr,
-                   const graph::Value&, const std::vector<graph::Value>& slots) const override {
+                   const graph::Value&, const std::vector<graph::Value>& slots, const std::vector<graph::Value>&) const override {
     std::vector<graph::Value> in{var, grad, lr};
     in.insert(in.end(), slots.begin(), slots.end());
     g.add_multi("sgd_update", in, {{"momentum", o_.momentum}, {"nesterov", o_.nesterov}});

@@ -12,15 +12,21 @@ with mean sparse softmax cross-entropy, once per optimizer configuration.
 For every case the file holds the 3 losses (each measured *before* that
 step's update) and the four weight tensors after the third update.  All
 tensors are stored flat in row-major order.  Everything is computed in
-float64 with PyTorch; each case is configured so that PyTorch performs exactly
-the Keras 3 update rule, and the script re-derives every case with a plain
-numpy implementation of the Keras 3 formulas and asserts agreement to 1e-12.
+float64.  Where PyTorch has the optimizer, the case is configured so that
+PyTorch performs exactly the Keras 3 update rule, its numbers are stored, and
+the script re-derives the case with a plain numpy implementation of the Keras
+3 formulas and asserts agreement to 1e-12.  Where it has not (see "Cases
+without a PyTorch twin"), the numpy implementation's numbers are stored.
 
 How to run
 ----------
 From the repository root, with a Python that has torch and numpy:
 
     /usr/bin/python3 tests/data/make_optimizer_refs.py
+
+Other builds of torch and numpy (or other CPUs) change the last bits of the
+results, about 3e-15 relative: the stored values of the first seven cases
+were kept when the adagrad, nadam and lion cases were added.
 
 Epsilon notes
 -------------
@@ -44,6 +50,29 @@ Epsilon notes
   gradient entry is nonzero and that min(v) is large enough for this to stay
   below 1e-13 (no dead hidden unit, so torch's eps = 0 never divides 0 by 0).
   1e-24 is a normal float32 number, so a float32 implementation can use it too.
+* Adagrad: Keras 3 (keras/src/optimizers/adagrad.py) starts the accumulator
+  at initial_accumulator_value and steps
+      acc += g^2;  w -= lr*g / sqrt(acc + eps)
+  (epsilon inside the root), torch.optim.Adagrad (lr_decay = 0) steps
+      sum += g^2;  w -= lr*g / (sqrt(sum) + eps_t).
+  With eps_t = 0 and torch's initial_accumulator_value = Keras's
+  initial_accumulator_value + eps, torch's sum is Keras's acc + eps at every
+  step, so the two are identical.  The JSON stores Keras's values (0.1, 1e-7).
+
+Cases without a PyTorch twin
+----------------------------
+Their reference is the plain-numpy Keras 3 implementation below, in float64
+(the JSON marks them "reference": "numpy"):
+* Nadam: torch 1.13's NAdam, with momentum_decay = 1 so that its momentum
+  schedule mu_t = beta_1*(1 - 0.5*0.96^t) is Keras's, would be Keras 3's rule
+  (keras/src/optimizers/nadam.py) but for one factor: torch 1.13 takes the
+  product for the momentum term as prod(mu_1..mu_t) * mu_t * mu_{t+1}, Keras
+  (and torch 2) as prod(mu_1..mu_t) * mu_{t+1}.  No torch setting undoes it.
+  Keras keeps prod(mu_1..mu_t) in an optimizer variable, u_product.
+* Lion: torch 1.13 has none.  Keras 3 (keras/src/optimizers/lion.py) steps
+      w -= lr*sign(beta_1*m + (1-beta_1)*g);  m = beta_2*m + (1-beta_2)*g.
+  A float32 implementation agrees only if no sign argument is near zero: the
+  script asserts that every one is at least LION_MIN_SIGN_ARG in magnitude.
 """
 
 import json
@@ -60,6 +89,7 @@ SEED = 20240611
 N, D_IN, D_HID, D_OUT = 8, 4, 5, 3
 STEPS = 3
 RMSPROP_EPS = 1e-24
+LION_MIN_SIGN_ARG = 1e-5
 PARAM_NAMES = ("kernel1", "bias1", "kernel2", "bias2")
 
 OUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -118,6 +148,13 @@ CASES = [
     # mom == lr*buf (up to the epsilon placement discussed above).
     {"name": "rmsprop_momentum", "optimizer": "rmsprop", "learning_rate": 0.01,
      "rho": 0.9, "momentum": 0.9, "epsilon": RMSPROP_EPS},
+    {"name": "adagrad", "optimizer": "adagrad", "learning_rate": 0.1,
+     "initial_accumulator_value": 0.1, "epsilon": 1e-7},
+    # Keras's defaults but for the learning rate, as for the other cases.
+    {"name": "nadam", "optimizer": "nadam", "learning_rate": 0.01,
+     "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "reference": "numpy"},
+    {"name": "lion", "optimizer": "lion", "learning_rate": 0.01,
+     "beta_1": 0.9, "beta_2": 0.99, "reference": "numpy"},
 ]
 
 
@@ -149,6 +186,12 @@ def make_torch_optimizer(case, plist):
         # eps = 0 on the torch side; see the module docstring.
         return torch.optim.RMSprop(plist, lr=lr, alpha=case["rho"], eps=0.0,
                                    momentum=case["momentum"], centered=False)
+    if kind == "adagrad":
+        # Keras's epsilon moves into the starting sum; see the module docstring.
+        return torch.optim.Adagrad(
+            plist, lr=lr, lr_decay=0.0, eps=0.0,
+            initial_accumulator_value=(case["initial_accumulator_value"] +
+                                       case["epsilon"]))
     raise ValueError(kind)
 
 
@@ -206,12 +249,22 @@ def run_numpy_keras(case, x, y, init):
     s2 = {k: np.zeros_like(w[k]) for k in PARAM_NAMES}  # velocity / v
     kind = case["optimizer"]
     lr = case["learning_rate"]
+    if kind == "adagrad":
+        s1 = {k: np.full_like(w[k], case["initial_accumulator_value"])
+              for k in PARAM_NAMES}  # accumulator
+    u_product = 1.0  # Nadam: the product of every mu so far
     losses = []
     min_v = math.inf
     min_abs_g = math.inf
+    min_sign_arg = math.inf
     for step in range(STEPS):
         loss, grads = np_loss_and_grads(w, x, y)
         losses.append(loss)
+        if kind == "nadam":
+            t = step + 1
+            mu = case["beta_1"] * (1.0 - 0.5 * 0.96 ** t)
+            mu_next = case["beta_1"] * (1.0 - 0.5 * 0.96 ** (t + 1))
+            u_product *= mu  # Keras updates it once, before every variable
         for k in PARAM_NAMES:
             g = grads[k]
             min_abs_g = min(min_abs_g, np.abs(g).min())
@@ -244,9 +297,26 @@ def run_numpy_keras(case, x, y, init):
                     w[k] -= s1[k]
                 else:
                     w[k] -= inc
+            elif kind == "adagrad":
+                s1[k] += g * g
+                w[k] -= lr * g / np.sqrt(s1[k] + case["epsilon"])
+            elif kind == "nadam":
+                b1, b2, eps = case["beta_1"], case["beta_2"], case["epsilon"]
+                s1[k] += (g - s1[k]) * (1.0 - b1)
+                s2[k] += (g * g - s2[k]) * (1.0 - b2)
+                m_hat = (mu_next * s1[k] / (1.0 - u_product * mu_next) +
+                         (1.0 - mu) * g / (1.0 - u_product))
+                v_hat = s2[k] / (1.0 - b2 ** t)
+                w[k] -= lr * m_hat / (np.sqrt(v_hat) + eps)
+            elif kind == "lion":
+                b1, b2 = case["beta_1"], case["beta_2"]
+                c = b1 * s1[k] + (1.0 - b1) * g
+                min_sign_arg = min(min_sign_arg, np.abs(c).min())
+                w[k] -= lr * np.sign(c)
+                s1[k] = b2 * s1[k] + (1.0 - b2) * g
             else:
                 raise ValueError(kind)
-    return losses, w, min_v, min_abs_g
+    return losses, w, min_v, min_abs_g, min_sign_arg
 
 
 def flat(a):
@@ -262,8 +332,15 @@ def main():
         "cases": [],
     }
     for case in CASES:
-        t_losses, t_final = run_torch(case, x, y, init)
-        n_losses, n_final, min_v, min_abs_g = run_numpy_keras(case, x, y, init)
+        n_losses, n_final, min_v, min_abs_g, min_sign_arg = run_numpy_keras(
+            case, x, y, init)
+        if case.get("reference") == "numpy":
+            # No torch twin (see the module docstring): numpy is the reference.
+            t_losses, t_final = n_losses, n_final
+        else:
+            t_losses, t_final = run_torch(case, x, y, init)
+        if case["optimizer"] == "lion":
+            assert min_sign_arg >= LION_MIN_SIGN_ARG, min_sign_arg
 
         if case["optimizer"] == "rmsprop":
             # Every gradient entry nonzero (torch eps = 0 is safe), and the

@@ -92,6 +92,81 @@ KernelFn make_rmsprop(const KernelInit& k) {
   };
 }
 
+template <class T>
+KernelFn make_adagrad(const KernelInit& k) {
+  const UpdateArgs<T> a(k);
+  T* acc = static_cast<T*>(k.in[3]);
+  const T eps = static_cast<T>(k.node.attrs.f("epsilon"));
+  return [=] {
+    const T lr = static_cast<T>(*a.lr);
+    for (int64_t i = 0; i < a.n; ++i) {
+      acc[i] += a.g[i] * a.g[i];
+      a.w[i] -= lr * a.g[i] / std::sqrt(acc[i] + eps);
+    }
+  };
+}
+
+// Nadam's momentum schedule: μₜ = β₁(1 − ½·0.96ᵗ).
+double nadam_mu(double beta_1, double t) { return beta_1 * (1 - 0.5 * std::pow(0.96, t)); }
+
+template <class T>
+KernelFn make_nadam(const KernelInit& k) {
+  const UpdateArgs<T> a(k);
+  const int64_t* iteration = in<int64_t>(k, 3);
+  T* m = static_cast<T*>(k.in[4]);
+  T* v = static_cast<T*>(k.in[5]);
+  const T* u_product = in<T>(k, 6);  // Πₜ₋₁: nadam_u_product_update stores Πₜ after every update
+  const double b1 = k.node.attrs.f("beta_1"), b2 = k.node.attrs.f("beta_2");
+  const T eps = static_cast<T>(k.node.attrs.f("epsilon"));
+  Context* ctx = &context(k);
+  return [=] {
+    const double t = static_cast<double>(*iteration + 1);
+    const double mu = nadam_mu(b1, t), mu_next = nadam_mu(b1, t + 1);
+    // Rounded as nadam_u_product_update stores it, so this step sees the value Keras would.
+    const double prod = static_cast<T>(*u_product * mu), prod_next = prod * mu_next;
+    const T c_m = static_cast<T>(mu_next / (1 - prod_next)), c_g = static_cast<T>((1 - mu) / (1 - prod));
+    const T c_v = static_cast<T>(1 / (1 - std::pow(b2, t)));
+    const T lr = static_cast<T>(*a.lr), c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
+    ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
+      // Locals and restrict, as in make_adam, so that GCC vectorises the loop.
+      const T k_cm = c_m, k_cg = c_g, k_cv = c_v, k_lr = lr, k_c1 = c1, k_c2 = c2, k_eps = eps;
+      T* __restrict w = a.w;
+      const T* __restrict g = a.g;
+      T* __restrict mm = m;
+      T* __restrict vv = v;
+      for (int64_t i = s; i < e; ++i) {
+        mm[i] += (g[i] - mm[i]) * k_c1;
+        vv[i] += (g[i] * g[i] - vv[i]) * k_c2;
+        const T m_hat = k_cm * mm[i] + k_cg * g[i];
+        w[i] -= k_lr * m_hat / (std::sqrt(vv[i] * k_cv) + k_eps);
+      }
+    });
+  };
+}
+
+template <class T>
+KernelFn make_nadam_u_product(const KernelInit& k) {
+  T* u_product = static_cast<T*>(k.in[0]);
+  const int64_t* iteration = in<int64_t>(k, 1);
+  const double b1 = k.node.attrs.f("beta_1");
+  return [=] { *u_product = static_cast<T>(*u_product * nadam_mu(b1, static_cast<double>(*iteration + 1))); };
+}
+
+template <class T>
+KernelFn make_lion(const KernelInit& k) {
+  const UpdateArgs<T> a(k);
+  T* m = static_cast<T*>(k.in[3]);
+  const T b1 = static_cast<T>(k.node.attrs.f("beta_1")), b2 = static_cast<T>(k.node.attrs.f("beta_2"));
+  return [=] {
+    const T lr = static_cast<T>(*a.lr);
+    for (int64_t i = 0; i < a.n; ++i) {
+      const T c = b1 * m[i] + (T(1) - b1) * a.g[i];
+      a.w[i] -= lr * static_cast<T>((c > 0) - (c < 0));  // sign, 0 at 0
+      m[i] = b2 * m[i] + (T(1) - b2) * a.g[i];
+    }
+  };
+}
+
 KernelFn make_increment(const KernelInit& k) {
   int64_t* counter = static_cast<int64_t*>(k.in[0]);
   return [=] { ++*counter; };
@@ -101,6 +176,10 @@ KernelFn make_increment(const KernelInit& k) {
 REGISTER_CPU_FLOAT_KERNEL("sgd_update", make_sgd);
 REGISTER_CPU_FLOAT_KERNEL("adam_update", make_adam);
 REGISTER_CPU_FLOAT_KERNEL("rmsprop_update", make_rmsprop);
+REGISTER_CPU_FLOAT_KERNEL("adagrad_update", make_adagrad);
+REGISTER_CPU_FLOAT_KERNEL("nadam_update", make_nadam);
+REGISTER_CPU_FLOAT_KERNEL("nadam_u_product_update", make_nadam_u_product);
+REGISTER_CPU_FLOAT_KERNEL("lion_update", make_lion);
 REGISTER_KERNEL("increment", DeviceKind::Cpu, DType::I64, make_increment);
 
 }  // namespace tandem::backend::cpu

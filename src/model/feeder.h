@@ -1,0 +1,55 @@
+// What fit, evaluate and predict share: the verbosity the progress bar gets, and the Feeder that
+// copies staged batches into a step's inputs.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "data/batcher.h"
+#include "data/prefetcher.h"
+#include "distribute/strategy.h"
+#include "model/model_impl.h"
+
+namespace tandem::detail {
+
+// verbose 1's live bar redraws its line with carriage returns, which in a log file or a pipe is
+// one long line of repeats: there, as Keras's verbose="auto" does, it prints one line per epoch.
+// Of several workers, only the chief prints.
+inline int progress_verbosity(int verbose, const distribute::Strategy* strategy) {
+  if (strategy && strategy->workers() > 1 && !distribute::this_worker().chief()) return 0;
+  return verbose == 1 && !isatty(fileno(stdout)) ? 2 : verbose;
+}
+
+// Copies batch b, staged by the prefetch thread, into the step's inputs: each device gets the
+// rows of the batch its program reads.
+class Feeder {
+ public:
+  Feeder(const data::Batcher& batches, bool with_targets)
+      : batches_(batches), prefetch_(batches, wanted(batches, with_targets)), with_targets_(with_targets) {}
+  void start_epoch() { prefetch_.start_epoch(); }
+  void skip(int64_t b) {  // batch b is not run (a resumed epoch's batches done before)
+    prefetch_.column(b, 0);
+    prefetch_.release(b);
+  }
+  // Batch b as the index-th batch of the step: the columns are the inputs, then the targets.
+  void feed(int64_t b, const CompiledStep& step, int64_t index = 0) {
+    const std::size_t n_x = step.x.size();
+    for (std::size_t i = 0; i < n_x; ++i) step.write(step.x[i], prefetch_.column(b, i), batches_.row_bytes(i), index);
+    if (with_targets_)
+      for (std::size_t i = 0; i < step.y.size(); ++i) step.write(step.y[i], prefetch_.column(b, n_x + i), batches_.row_bytes(n_x + i), index);
+    prefetch_.release(b);
+  }
+
+ private:
+  // predict's datasets carry a placeholder target column, which is not staged.
+  static std::vector<bool> wanted(const data::Batcher& batches, bool with_targets) {
+    std::vector<bool> w(batches.columns(), true);
+    if (!with_targets) w.back() = false;
+    return w;
+  }
+  const data::Batcher& batches_;
+  data::Prefetcher prefetch_;
+  bool with_targets_;
+};
+}  // namespace tandem::detail
