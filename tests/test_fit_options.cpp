@@ -118,3 +118,30 @@ TEST_CASE("sample_weight and class_weight: clear errors") {
   CHECK_THROWS_WITH_AS(two.fit({x_rows()}, {y_rows(), y_rows()}, {.class_weight = {{0, 2.0}}, .verbose = 0}),
                        doctest::Contains("class_weight is for a model with one output, this one has 2"), tandem::ValueError);
 }
+
+namespace {
+// Records the batch indices callbacks see, per epoch.
+struct BatchLog : tandem::Callback {
+  std::vector<std::vector<int64_t>> seen;
+  void on_epoch_begin(int, const tandem::Logs&) override { seen.emplace_back(); }
+  void on_train_batch_begin(int64_t b, const tandem::Logs&) override { seen.back().push_back(b); }
+};
+}  // namespace
+
+TEST_CASE("steps_per_epoch: epochs continue through the data and end early at its end, as Keras's epoch iterator does") {
+  // 4 rows in batches of 1 with 3 steps per epoch: epochs run rows 0-2, then 3 (the data ends),
+  // then 0-2 of a new pass. The same updates one by one with train_on_batch end at the same bits.
+  auto model = linear_model();
+  auto log = std::make_shared<BatchLog>();
+  const tandem::History h = model->fit(x_rows(), y_rows(), {.epochs = 3, .batch_size = 1, .shuffle = false, .verbose = 0, .callbacks = {log},
+                                                            .steps_per_epoch = 3});
+  CHECK(log->seen == std::vector<std::vector<int64_t>>{{0, 1, 2}, {0}, {0, 1, 2}});
+  CHECK(model->optimizer()->iterations() == 7);
+  CHECK(h.history.at("loss").size() == 3);
+  auto by_hand = linear_model();
+  for (int64_t row : {0, 1, 2, 3, 0, 1, 2}) by_hand->train_on_batch(x_rows(4).rows(row, row + 1), y_rows(4).rows(row, row + 1));
+  const Tensor a = model->get_weights()[0], b = by_hand->get_weights()[0];
+  CHECK(std::equal(a.values<float>().begin(), a.values<float>().end(), b.values<float>().begin()));
+  CHECK_THROWS_WITH_AS(model->fit(x_rows(), y_rows(), {.verbose = 0, .steps_per_epoch = -1}), doctest::Contains("steps_per_epoch must be >= 0"),
+                       tandem::ValueError);
+}

@@ -66,6 +66,10 @@ struct FitOptions {
   int verbose = 1;
   std::vector<CallbackPtr> callbacks{};
   int initial_epoch = 0;
+  // Batches per epoch (Keras's steps_per_epoch); 0 runs every batch. Fewer than the data has: the
+  // next epoch continues where this one ended, and an epoch ends early at the end of the data,
+  // after which a new pass (a new shuffle) begins, as Keras's epoch iterator does.
+  int64_t steps_per_epoch = 0;
   // Applied in order to each training row as its batch is staged (not to validation data):
   // datasets::random_flip, random_translation, normalization or your own (tandem/augmentation.h).
   std::vector<datasets::RowTransform> transforms{};

@@ -31,7 +31,7 @@ void Prefetcher::gather_into(Slot& slot, int64_t b) {
   slot.ticket = thread_.post(slot.gather);
 }
 
-void Prefetcher::start_epoch() {
+void Prefetcher::start_epoch(int64_t first) {
   if (thread_.posted() > 0) {  // an abandoned epoch may have left a gather running
     const uint64_t last = thread_.posted() - 1;
     try {
@@ -43,10 +43,8 @@ void Prefetcher::start_epoch() {
     } catch (...) {  // the failed gather of an abandoned epoch was reported then
     }
   }
-  for (int i = 0; i < 2; ++i) {
-    slots_[i].batch = -1;
-    if (i < batches_.num_batches()) gather_into(slots_[i], i);
-  }
+  for (Slot& s : slots_) s.batch = -1;
+  for (int64_t b = first; b < first + 2 && b < batches_.num_batches(); ++b) gather_into(slots_[b % 2], b);
 }
 
 Prefetcher::Slot& Prefetcher::ready(int64_t b) {

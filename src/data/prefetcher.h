@@ -19,7 +19,8 @@ class Prefetcher {
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
-  void start_epoch();  // after Batcher::start_epoch: begins gathering batches 0 and 1
+  // After Batcher::start_epoch: begins gathering batches `first` and first + 1.
+  void start_epoch(int64_t first = 0);
   // Waits until batch b is staged; valid until release(b). Rethrows a gather error; raises
   // TimeoutError when the batch is not ready within the watchdog's limit.
   const std::byte* column(int64_t b, std::size_t c);

@@ -27,11 +27,7 @@ class Feeder {
  public:
   Feeder(const data::Batcher& batches, bool with_targets)
       : batches_(batches), prefetch_(batches, wanted(batches, with_targets)), with_targets_(with_targets) {}
-  void start_epoch() { prefetch_.start_epoch(); }
-  void skip(int64_t b) {  // batch b is not run (a resumed epoch's batches done before)
-    prefetch_.column(b, 0);
-    prefetch_.release(b);
-  }
+  void start_epoch(int64_t first = 0) { prefetch_.start_epoch(first); }  // the epoch's batches from `first` on
   // Batch b as the index-th batch of the step: the columns are the inputs, then the targets.
   void feed(int64_t b, const CompiledStep& step, int64_t index = 0) {
     const std::size_t n_x = step.x.size();

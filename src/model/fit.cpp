@@ -227,7 +227,9 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   if (verbose > 0) callbacks.push_back(std::make_shared<ProgbarLogger>(std::cout));
   callbacks.insert(callbacks.end(), o.callbacks.begin(), o.callbacks.end());
   callbacks.push_back(history);
-  const TrainParams params{o.epochs, batches.num_batches(), verbose};
+  if (o.steps_per_epoch < 0) throw ValueError("fit: steps_per_epoch must be >= 0 (0: every batch), got " + std::to_string(o.steps_per_epoch));
+  const int64_t per_epoch = o.steps_per_epoch > 0 ? std::min(o.steps_per_epoch, batches.num_batches()) : batches.num_batches();
+  const TrainParams params{o.epochs, per_epoch, verbose};
   for (auto& c : callbacks) c->set_model(this), c->set_params(params);
 
   stop_training = false;
@@ -240,8 +242,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   bool resumed_epoch = resume.has_value();  // the first epoch below continues an interrupted one
   if (resume) {
     const std::string where = "fit: cannot resume at epoch " + std::to_string(resume->epoch + 1) + ", batch " + std::to_string(resume->batch) + ": ";
-    if (resume->epoch < 0 || resume->batch < 0 || resume->batch > batches.num_batches())
-      throw ValueError(where + "this fit has " + std::to_string(batches.num_batches()) + " batches per epoch");
+    if (resume->epoch < 0 || resume->batch < 0 || resume->batch > per_epoch)
+      throw ValueError(where + "this fit has " + std::to_string(per_epoch) + " batches per epoch");
     if (resume->metric_sums.size() != m.metric_sums())
       throw ValueError(where + "the saved progress has " + std::to_string(resume->metric_sums.size()) + " metric sums, the model is compiled with " +
                        std::to_string(m.metric_sums()));
@@ -258,31 +260,33 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     m.host_view();  // epoch-start callbacks may read or set variables (LearningRateScheduler)
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
     m.host_changed();
-    batches.start_epoch(epoch);
-    feeder.start_epoch();
+    // Which pass over the data this epoch is part of, and its batches of that pass.
+    const int64_t epochs_per_pass = (batches.num_batches() + per_epoch - 1) / per_epoch;
+    const int64_t first = (epoch % epochs_per_pass) * per_epoch, last = std::min(batches.num_batches(), first + per_epoch);
+    batches.start_epoch(static_cast<int>(epoch / epochs_per_pass));
     Accumulator acc{0, std::vector<double>(m.metric_sums(), 0.0), 0};
-    int64_t first_batch = 0;
+    int64_t done = 0;  // batches of this epoch already run
     if (resumed_epoch) {  // its sums so far, then the rest of its batches
       acc = {progress_.loss_sum, progress_.metric_sums, progress_.rows};
-      first_batch = progress_.batch;
-      for (int64_t b = 0; b < first_batch; ++b) feeder.skip(b);
+      done = progress_.batch;
       resumed_epoch = false;
     }
+    feeder.start_epoch(first + done);
     // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
     const int64_t full_rows = batches.batch_rows(0), group = m.sync_every();
     m.strategy->check_batch(o.batch_size);
     CompiledStep& full = m.step(StepKind::Train, full_rows, target_types(data, full_rows), group);
-    for (int64_t b = first_batch; b < batches.num_batches();) {
+    for (int64_t b = first + done; b < last;) {
       // One step runs a group of `group` consecutive batches of equal rows (one batch unless the
       // strategy synchronises every k); an epoch's last batches that do not fill one are a
       // group of their own.
       const int64_t rows = batches.batch_rows(b);
       int64_t count = 1;
-      while (count < group && b + count < batches.num_batches() && batches.batch_rows(b + count) == rows) ++count;
+      while (count < group && b + count < last && batches.batch_rows(b + count) == rows) ++count;
       CompiledStep& step = rows == full_rows && count == group ? full : m.step(StepKind::Train, rows, target_types(data, rows), count);
       for (int64_t i = 0; i < count; ++i) feeder.feed(b + i, step, i);
       for (int64_t i = 0; i < count; ++i)
-        for (auto& c : callbacks) c->on_train_batch_begin(b + i, {});
+        for (auto& c : callbacks) c->on_train_batch_begin(b - first + i, {});
       const bool trace = !o.trace_path.empty() && steps_run == o.trace_step;
       if (trace) step.exe->tracer().clear(), step.exe->tracer().enable(true);
       m.before_step();
@@ -294,11 +298,11 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       ++steps_run;
       acc.add(step.scalars(), rows * count);
       // The group's batches are done together: the progress a callback saves is the group's end.
-      progress_.batch = b + count, progress_.steps += count;
+      progress_.batch = b + count - first, progress_.steps += count;
       progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
       const Logs logs = acc.logs(m.metric_slots());
       for (int64_t i = 0; i < count; ++i)
-        for (auto& c : callbacks) c->on_train_batch_end(b + i, logs);
+        for (auto& c : callbacks) c->on_train_batch_end(b - first + i, logs);
       b += count;
       if (stop_training) break;
     }
