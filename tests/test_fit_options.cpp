@@ -145,3 +145,24 @@ TEST_CASE("steps_per_epoch: epochs continue through the data and end early at it
   CHECK_THROWS_WITH_AS(model->fit(x_rows(), y_rows(), {.verbose = 0, .steps_per_epoch = -1}), doctest::Contains("steps_per_epoch must be >= 0"),
                        tandem::ValueError);
 }
+
+TEST_CASE("evaluate and predict call every Keras hook, in Keras's order") {
+  struct Hooks : tandem::Callback {
+    std::vector<std::string> calls;
+    void on_test_begin(const tandem::Logs&) override { calls.push_back("test_begin"); }
+    void on_test_batch_begin(int64_t b, const tandem::Logs&) override { calls.push_back("test_batch_begin " + std::to_string(b)); }
+    void on_test_batch_end(int64_t b, const tandem::Logs&) override { calls.push_back("test_batch_end " + std::to_string(b)); }
+    void on_test_end(const tandem::Logs&) override { calls.push_back("test_end"); }
+    void on_predict_begin(const tandem::Logs&) override { calls.push_back("predict_begin"); }
+    void on_predict_batch_begin(int64_t b, const tandem::Logs&) override { calls.push_back("predict_batch_begin " + std::to_string(b)); }
+    void on_predict_batch_end(int64_t b, const tandem::Logs&) override { calls.push_back("predict_batch_end " + std::to_string(b)); }
+    void on_predict_end(const tandem::Logs&) override { calls.push_back("predict_end"); }
+  };
+  auto model = linear_model();
+  auto hooks = std::make_shared<Hooks>();
+  model->evaluate(x_rows(), y_rows(), {.batch_size = 2, .verbose = 0, .callbacks = {hooks}});
+  model->predict(x_rows(), {.batch_size = 3, .callbacks = {hooks}});
+  CHECK(hooks->calls == std::vector<std::string>{"test_begin", "test_batch_begin 0", "test_batch_end 0", "test_batch_begin 1", "test_batch_end 1",
+                                                 "test_end", "predict_begin", "predict_batch_begin 0", "predict_batch_end 0",
+                                                 "predict_batch_begin 1", "predict_batch_end 1", "predict_end"});
+}

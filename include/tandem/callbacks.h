@@ -36,9 +36,11 @@ class Callback {
   virtual void on_train_batch_end(int64_t /*batch*/, const Logs&) {}
   virtual void on_test_begin(const Logs&) {}
   virtual void on_test_end(const Logs&) {}
+  virtual void on_test_batch_begin(int64_t /*batch*/, const Logs&) {}
   virtual void on_test_batch_end(int64_t /*batch*/, const Logs&) {}
   virtual void on_predict_begin(const Logs&) {}
   virtual void on_predict_end(const Logs&) {}
+  virtual void on_predict_batch_begin(int64_t /*batch*/, const Logs&) {}
   virtual void on_predict_batch_end(int64_t /*batch*/, const Logs&) {}
 
  protected:

@@ -103,6 +103,7 @@ struct EvaluateOptions {
 struct PredictOptions {
   int64_t batch_size = 32;
   int verbose = 0;
+  std::vector<CallbackPtr> callbacks{};  // on_predict_begin, on_predict_batch_begin/_end, on_predict_end
 };
 
 class Model {

@@ -352,6 +352,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
     CompiledStep& step = m.step(StepKind::Test, rows, target_types(data, rows));
+    for (auto& c : callbacks) c->on_test_batch_begin(b, {});
     feeder.feed(b, step);
     step.exe->run();
     m.after_step(false);

@@ -41,18 +41,20 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
   m.begin_steps();
   std::vector<Tensor> results;
   for (const Symbol& out : m.outputs) results.emplace_back(out.shape().without_batch().with_batch(n), out.dtype());
-  std::shared_ptr<ProgbarLogger> bar;
-  if (const int verbose = progress_verbosity(o.verbose, m.strategy.get()); verbose > 0) {
-    bar = std::make_shared<ProgbarLogger>(std::cout);
+  std::vector<CallbackPtr> callbacks = o.callbacks;
+  const int verbose = progress_verbosity(o.verbose, m.strategy.get());
+  if (verbose > 0) {
+    auto bar = std::make_shared<ProgbarLogger>(std::cout);
     bar->set_test_steps(batches.num_batches());
-    bar->set_model(this);
-    bar->set_params({1, batches.num_batches(), verbose});
-    bar->on_predict_begin({});
+    callbacks.insert(callbacks.begin(), bar);
   }
+  for (auto& c : callbacks) c->set_model(this), c->set_params({1, batches.num_batches(), verbose});
+  for (auto& c : callbacks) c->on_predict_begin({});
   int64_t done = 0;
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
     CompiledStep& step = m.step(StepKind::Predict, rows, {});
+    for (auto& c : callbacks) c->on_predict_batch_begin(b, {});
     feeder.feed(b, step);
     step.exe->run();
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -60,9 +62,9 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
       step.read_rows(step.outputs[i], static_cast<std::byte*>(results[i].raw()) + row_bytes * static_cast<std::size_t>(done), row_bytes, rows);
     }
     done += rows;
-    if (bar) bar->on_predict_batch_end(b, {});
+    for (auto& c : callbacks) c->on_predict_batch_end(b, {});
   }
-  if (bar) bar->on_predict_end({});
+  for (auto& c : callbacks) c->on_predict_end({});
   return results;
 }
 
