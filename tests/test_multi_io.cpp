@@ -135,19 +135,27 @@ TEST_CASE("a two-input, two-output model saves and loads whole, compile settings
   }
 }
 
-TEST_CASE("a two-input, two-output model under Mirrored on 2 devices ends as on one") {
+TEST_CASE("a two-input, two-output model under Mirrored, Pipeline and ModelSplit on 2 devices ends as on one") {
   const json ref = reference();
   const Data d = data(ref);
-  const auto one = build(ref);
-  const auto two = build(ref, tandem::distribute::Mirrored({"cpu:0", "cpu:1"}));
-  const auto h1 = one->fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .shuffle = false, .verbose = 0});
-  const auto h2 = two->fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .shuffle = false, .verbose = 0});
-  for (const auto& [key, values] : h1.history)
-    for (std::size_t e = 0; e < values.size(); ++e) CHECK(h2.history.at(key)[e] == doctest::Approx(values[e]).epsilon(1e-5));
-  const auto w1 = one->get_weights(), w2 = two->get_weights();
-  for (std::size_t i = 0; i < w1.size(); ++i)
-    for (std::size_t j = 0; j < std::size_t(w1[i].size()); ++j)
-      CHECK(w2[i].values<float>()[j] == doctest::Approx(w1[i].values<float>()[j]).epsilon(1e-5));
+  namespace dist = tandem::distribute;
+  const std::pair<const char*, dist::StrategyPtr> strategies[] = {
+      {"Mirrored", dist::Mirrored({"cpu:0", "cpu:1"})},
+      {"Pipeline", dist::Pipeline({"cpu:0", "cpu:1"}, {.micro_batches = 2})},
+      {"ModelSplit", dist::ModelSplit({"cpu:0", "cpu:1"})}};
+  for (const auto& [what, strategy] : strategies) {
+    INFO(what);
+    const auto one = build(ref);
+    const auto two = build(ref, strategy);
+    const auto h1 = one->fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .shuffle = false, .verbose = 0});
+    const auto h2 = two->fit(d.x, d.y, {.epochs = 2, .batch_size = 8, .shuffle = false, .verbose = 0});
+    for (const auto& [key, values] : h1.history)
+      for (std::size_t e = 0; e < values.size(); ++e) CHECK(h2.history.at(key)[e] == doctest::Approx(values[e]).epsilon(1e-5));
+    const auto w1 = one->get_weights(), w2 = two->get_weights();
+    for (std::size_t i = 0; i < w1.size(); ++i)
+      for (std::size_t j = 0; j < std::size_t(w1[i].size()); ++j)
+        CHECK(w2[i].values<float>()[j] == doctest::Approx(w1[i].values<float>()[j]).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("several inputs and outputs: clear errors") {
