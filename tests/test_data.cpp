@@ -261,3 +261,12 @@ TEST_CASE("Fashion-MNIST from the Debian package") {
   for (int c = 0; c < 10; ++c) CHECK(counts[static_cast<std::size_t>(c)] == 6000);
   for (int32_t label : test.y().values<int32_t>()) CHECK((label >= 0 && label <= 9));
 }
+
+TEST_CASE("to_categorical makes one-hot rows as Keras's does, and names a bad id") {
+  const int32_t ids[] = {2, 0, 1, 2};
+  const tandem::Tensor y = tandem::to_categorical(tandem::Tensor::from({4, 1}, std::span<const int32_t>(ids)), 3);
+  CHECK(y.shape() == tandem::Shape{4, 3});
+  CHECK(std::vector<float>(y.values<float>().begin(), y.values<float>().end()) == std::vector<float>{0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK_THROWS_WITH_AS(tandem::to_categorical(tandem::Tensor::from({4}, std::span<const int32_t>(ids)), 2),
+                       doctest::Contains("id 2.000000 at index 0 is not a class in [0, 2)"), tandem::ValueError);
+}

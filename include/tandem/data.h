@@ -62,4 +62,10 @@ namespace datasets {
 std::pair<Dataset, Dataset> fashion_mnist(const std::string& dir = "/usr/share/datasets/fashion-mnist");
 
 }  // namespace datasets
+
+// Class ids (any shape, integer or whole-number float) as one-hot rows of `num_classes` float32
+// values, shape ids + (num_classes,), as keras.utils.to_categorical; an id of shape (N, 1) gives
+// (N, num_classes). An id outside [0, num_classes) is a ValueError naming it and its index.
+Tensor to_categorical(const Tensor& ids, int64_t num_classes);
+
 }  // namespace tandem

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "tandem/data.h"
@@ -54,6 +55,23 @@ Dataset Dataset::slice(int64_t begin, int64_t end) const {
     return out;
   };
   return Dataset(rows(xs_), rows(ys_));
+}
+
+Tensor to_categorical(const Tensor& ids, int64_t num_classes) {
+  if (num_classes < 1) throw ValueError("to_categorical: num_classes must be >= 1, got " + std::to_string(num_classes));
+  std::vector<int64_t> dims = ids.shape().dims();
+  if (!dims.empty() && dims.back() == 1) dims.pop_back();  // Keras drops a trailing axis of 1
+  dims.push_back(num_classes);
+  Tensor out(Shape(dims), DType::F32);
+  float* y = out.data<float>();
+  for (int64_t i = 0; i < ids.size(); ++i) {
+    const double id = ids.item(i);
+    if (!(id >= 0 && id < double(num_classes)) || id != std::floor(id))
+      throw ValueError("to_categorical: id " + std::to_string(id) + " at index " + std::to_string(i) + " is not a class in [0, " +
+                       std::to_string(num_classes) + ")");
+    y[i * num_classes + static_cast<int64_t>(id)] = 1.0f;
+  }
+  return out;
 }
 
 }  // namespace tandem
