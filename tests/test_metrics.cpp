@@ -79,4 +79,7 @@ TEST_CASE("a registered metric function is the mean of its per-sample values, sa
   CHECK_THROWS_WITH_AS(tandem::metrics::register_metric("auc", [](const tandem::Symbol&, const tandem::Symbol& p) { return p; }),
                        doctest::Contains("\"auc\" is a built-in metric's name"), tandem::ValueError);
   CHECK_THROWS_WITH_AS(score(2, "mse", {"no_such_metric"}, pred, y), doctest::Contains("unknown metric 'no_such_metric'"), tandem::ValueError);
+  const int32_t ids[] = {0, 1, 1};
+  CHECK_THROWS_WITH_AS(score(2, "sparse_categorical_crossentropy", {"auc"}, pred, Tensor::from({3}, std::span<const int32_t>(ids))),
+                       doctest::Contains("metric 'auc': expected targets shaped like the predictions (None, 2), got (None,)"), tandem::ShapeError);
 }

@@ -23,8 +23,11 @@ std::string resolve(const std::string& name, const Loss& loss) {
 }
 
 // Targets as the predictions' float dtype with the same shape ((batch,) becomes (batch, 1)).
-graph::Value dense_target(graph::Graph& g, graph::Value pred, graph::Value target) {
-  const TensorType p = g.type(pred);
+graph::Value dense_target(graph::Graph& g, graph::Value pred, graph::Value target, const std::string& metric) {
+  const TensorType p = g.type(pred), t = g.type(target);
+  if (t.shape.num_elements() != p.shape.num_elements())
+    throw ShapeError("metric '" + metric + "': expected targets shaped like the predictions " + p.shape.without_batch().with_batch(-1).str() +
+                     ", got " + t.shape.without_batch().with_batch(-1).str() + " (class ids need a sparse metric, or to_categorical)");
   return ops::cast(g, ops::reshape(g, target, p.shape), p.dtype);
 }
 
@@ -69,11 +72,11 @@ Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::
   const std::string r = resolve(name, loss);
   if (r == "sparse_categorical_accuracy") return {ops::equal(g, ops::argmax(g, pred), ops::cast(g, target, DType::I64))};
   if (r == "categorical_accuracy") return {ops::equal(g, ops::argmax(g, pred), ops::argmax(g, target))};
-  if (r == "binary_accuracy") return {g.add("binary_accuracy", {pred, dense_target(g, pred, target)}, {{"threshold", 0.5}})};
-  if (r == "mae") return {ops::absolute_error(g, pred, dense_target(g, pred, target))};
-  if (r == "mse") return {ops::squared_error(g, pred, dense_target(g, pred, target))};
-  if (r == "precision" || r == "recall") return {ops::confusion_counts(g, pred, dense_target(g, pred, target), 1, 0.5), false};
-  if (r == "auc") return {ops::confusion_counts(g, pred, dense_target(g, pred, target), kAucThresholds), false};
+  if (r == "binary_accuracy") return {g.add("binary_accuracy", {pred, dense_target(g, pred, target, name)}, {{"threshold", 0.5}})};
+  if (r == "mae") return {ops::absolute_error(g, pred, dense_target(g, pred, target, name))};
+  if (r == "mse") return {ops::squared_error(g, pred, dense_target(g, pred, target, name))};
+  if (r == "precision" || r == "recall") return {ops::confusion_counts(g, pred, dense_target(g, pred, target, name), 1, 0.5), false};
+  if (r == "auc") return {ops::confusion_counts(g, pred, dense_target(g, pred, target, name), kAucThresholds), false};
   if (r == "sparse_top_k_categorical_accuracy") {
     const TensorType t = g.type(target);
     const graph::Value ids = t.shape.rank() == 2 ? ops::reshape(g, target, {t.shape[0]}) : target;
