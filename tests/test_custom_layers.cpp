@@ -120,7 +120,7 @@ struct Built {
   tandem::LayerRef dense, residual, head;
 };
 
-Built build_model(const json& ref, tandem::DType dtype = tandem::DType::F32) {
+Built build_model(const json& ref, tandem::DType dtype = tandem::DType::F32, tandem::distribute::StrategyPtr strategy = nullptr) {
   Built b{nullptr, tl::Dense(16, "relu"), tandem::LayerRef(std::make_shared<ResidualDense>(16, "residual")),
           tandem::LayerRef(std::make_shared<ScaledHead>(3, "head"))};
   const Symbol x = tandem::Input({8}, dtype);
@@ -129,7 +129,7 @@ Built build_model(const json& ref, tandem::DType dtype = tandem::DType::F32) {
   b.dense->set_weights({tensor<double>(w["dense/kernel"], {8, 16}), tensor<double>(w["dense/bias"], {16})});
   b.residual->set_weights({tensor<double>(w["residual/kernel"], {16, 16}), tensor<double>(w["residual/bias"], {16}), tensor<double>(w["residual/gate"], {16})});
   b.head->set_weights({tensor<double>(w["head/scale"], {3}), tensor<double>(w["head/kernel"], {16, 3}), tensor<double>(w["head/bias"], {3})});
-  b.model->compile({.optimizer = tandem::optimizers::SGD(0.0625, {.momentum = 0.9}), .loss = "huber_delta_1"});
+  b.model->compile({.optimizer = tandem::optimizers::SGD(0.0625, {.momentum = 0.9}), .loss = "huber_delta_1", .strategy = strategy});
   return b;
 }
 
@@ -179,6 +179,14 @@ TEST_CASE("float64 end to end: the same model in float64 ends at PyTorch's float
   }
   const tandem::Tensor p = b.model->predict(x);
   CHECK(p.dtype() == tandem::DType::F64);
+  // Under Mirrored on 2 devices it ends at the same weights, to float64's precision.
+  Built m = build_model(ref, tandem::DType::F64, tandem::distribute::Mirrored({"cpu:0", "cpu:1"}));
+  m.model->fit(x, y, {.epochs = 3, .batch_size = 16, .shuffle = false, .verbose = 0});
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    json flat = json::array();
+    for (double v : got[i].values<double>()) flat.push_back(v);
+    CHECK(relative_difference(m.model->get_weights()[i], flat) <= 1e-12);
+  }
   // Saved and loaded, it stays float64 and predicts the same bits.
   const auto dir = scratch.fresh("f64");
   for (const char* file : {"model.keras", "model.h5"}) {
