@@ -11,6 +11,7 @@
 #include "data/batcher.h"
 #include "data/idx.h"
 #include "tandem/data.h"
+#include "tandem/tandem.h"
 #include "tandem/errors.h"
 
 using namespace tandem;
@@ -269,4 +270,42 @@ TEST_CASE("to_categorical makes one-hot rows as Keras's does, and names a bad id
   CHECK(std::vector<float>(y.values<float>().begin(), y.values<float>().end()) == std::vector<float>{0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1});
   CHECK_THROWS_WITH_AS(tandem::to_categorical(tandem::Tensor::from({4}, std::span<const int32_t>(ids)), 2),
                        doctest::Contains("id 2.000000 at index 0 is not a class in [0, 2)"), tandem::ValueError);
+}
+
+namespace {
+// A small classifier on int32 features and int32 class ids, trained for two epochs.
+std::vector<tandem::Tensor> train_classifier(const tandem::Dataset& data, const tandem::FitOptions& options) {
+  tandem::set_random_seed(5);
+  const auto x = tandem::Input({3});
+  tandem::Model model(x, tandem::layers::Dense(4, "softmax")(tandem::layers::Dense(5, "relu")(x)));
+  model.compile({.optimizer = "adam", .loss = "categorical_crossentropy", .metrics = {"accuracy"}});
+  model.fit(data, options);
+  return model.get_weights();
+}
+}  // namespace
+
+TEST_CASE("row maps one-hot the targets and cast the inputs as batches are staged, as eager conversion would") {
+  std::vector<int32_t> xs, ids;
+  for (int i = 0; i < 24; ++i) {
+    for (int j = 0; j < 3; ++j) xs.push_back((i * 7 + j * 3) % 11 - 5);
+    ids.push_back(i % 4);
+  }
+  const tandem::Tensor x = tandem::Tensor::from({24, 3}, std::span<const int32_t>(xs));
+  const tandem::Tensor y = tandem::Tensor::from({24, 1}, std::span<const int32_t>(ids));
+  const tandem::Dataset eager(x.cast(tandem::DType::F32), tandem::to_categorical(y, 4));
+  const tandem::Dataset lazy = tandem::Dataset(x, y).map_x(datasets::cast(tandem::DType::F32)).map_y(datasets::one_hot(4));
+  CHECK(lazy.y_row() == tandem::TensorType{tandem::Shape{4}, tandem::DType::F32});
+  CHECK(lazy.x_row() == tandem::TensorType{tandem::Shape{3}, tandem::DType::F32});
+  const tandem::FitOptions options{.epochs = 2, .batch_size = 5, .validation_split = 0.25, .verbose = 0};
+  const auto a = train_classifier(eager, options), b = train_classifier(lazy, options);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::equal(a[i].values<float>().begin(), a[i].values<float>().end(), b[i].values<float>().begin()));
+
+  CHECK_THROWS_WITH_AS(lazy.map_y(datasets::one_hot(4)), doctest::Contains("mapped already"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::Dataset(x, y).map_x(datasets::one_hot(4)), doctest::Contains("expected one class id per row"), tandem::ShapeError);
+  const auto in = tandem::Input({3});
+  tandem::Model model(in, tandem::layers::Dense(4)(in));
+  model.compile({.optimizer = "sgd", .loss = "mse"});
+  CHECK_THROWS_WITH_AS(model.fit(tandem::Dataset(x, y).map_x(datasets::cast(tandem::DType::F64)).map_y(datasets::one_hot(4)), {.verbose = 0}),
+                       doctest::Contains("x (as its row map makes it) is float64, the input is float32"), tandem::ValueError);
 }

@@ -1,6 +1,9 @@
 // In-memory datasets and the Fashion-MNIST loader; tandem/data_files.h reads CSV, HDF5 and images.
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -9,6 +12,16 @@
 #include "tandem/tensor.h"
 
 namespace tandem {
+
+// A change to every row of one of a Dataset's tensors that may change the row's shape and dtype
+// (one-hot targets, a cast). It runs as batches are staged, on the prefetch thread, wherever the
+// dataset goes (fit, its validation split, evaluate), so the whole mapped tensor never exists.
+struct RowMap {
+  TensorType row;  // each mapped row's shape (batch excluded) and dtype
+  std::function<void(const std::byte* in, std::byte* out)> apply;  // one source row -> one mapped row
+};
+// Makes the RowMap for rows of the given type (batch excluded): what Dataset::map_x/map_y take.
+using RowMapper = std::function<RowMap(const TensorType& source_row)>;
 
 // Features x and targets y with the same number of rows (dimension 0). A model with several
 // inputs or outputs takes one tensor per input and one per output, in the model's order.
@@ -38,6 +51,19 @@ class Dataset {
   const Tensor& y() const { return ys_.at(0); }  // the first output's
   const std::vector<Tensor>& xs() const { return xs_; }
   const std::vector<Tensor>& ys() const { return ys_; }
+
+  // The same data with the rows of input `i` (of output `i`) mapped as they are staged:
+  // `ds.map_y(datasets::one_hot(10))`. A tensor is mapped at most once.
+  Dataset map_x(const RowMapper& mapper, std::size_t i = 0) const;
+  Dataset map_y(const RowMapper& mapper, std::size_t i = 0) const;
+  // What a model sees of a row of input (output) i: the map's row type, or the tensor's own.
+  TensorType x_row(std::size_t i = 0) const;
+  TensorType y_row(std::size_t i = 0) const;
+  const std::optional<RowMap>& x_map(std::size_t i) const { return x_maps_.at(i); }
+  const std::optional<RowMap>& y_map(std::size_t i) const { return y_maps_.at(i); }
+  // Other tensors of the same rows with this dataset's maps (library use: converted dtypes; extra
+  // y tensors, past the mapped ones, are unmapped).
+  Dataset with(std::vector<Tensor> x, std::vector<Tensor> y) const;
   Dataset slice(int64_t begin, int64_t end) const;  // rows [begin, end), copied
 
  private:
@@ -53,6 +79,7 @@ class Dataset {
   static void check_count(std::size_t count, const Shape& shape, const char* what);
   static void check_pointer(const void* p, const Shape& shape, const char* what);
   std::vector<Tensor> xs_, ys_;
+  std::vector<std::optional<RowMap>> x_maps_, y_maps_;  // one per tensor
 };
 
 namespace datasets {
@@ -60,6 +87,12 @@ namespace datasets {
 // Fashion-MNIST from the Debian package `dataset-fashion-mnist`: train (60000) and test (10000).
 // Images are float32 (N, 28, 28) scaled to [0, 1]; labels int32 (N,) in 0..9.
 std::pair<Dataset, Dataset> fashion_mnist(const std::string& dir = "/usr/share/datasets/fashion-mnist");
+
+// Row maps for Dataset::map_x / map_y. one_hot: class ids (a row of one id, or (1,)) to `num_classes`
+// values of `dtype`, 1 at the id (an id outside [0, num_classes) gives a row of zeros, as one_hot
+// ops do). cast: every value converted to `dtype`.
+RowMapper one_hot(int64_t num_classes, DType dtype = DType::F32);
+RowMapper cast(DType dtype);
 
 }  // namespace datasets
 

@@ -177,7 +177,8 @@ class Model {
   friend std::unique_ptr<Model> load_model(const std::string& path);  // tandem/saving.h
   friend struct ModelPlotAccess;  // src/model/plot_model.cpp reads the layer calls and the placement
   Dataset prepare(const Dataset& data, const char* where);  // validates and converts x and y
-  std::vector<Tensor> check_inputs(const std::vector<Tensor>& xs) const;  // shapes checked, dtypes converted
+  // Shapes checked and dtypes converted; with `maps`, its mapped inputs are checked as mapped.
+  std::vector<Tensor> check_inputs(const std::vector<Tensor>& xs, const Dataset* maps = nullptr) const;
   std::optional<Tensor> row_weights(const Dataset& data, const FitOptions& o) const;  // from sample_weight or class_weight
   std::unique_ptr<Impl> impl_;
   FitProgress progress_;

@@ -20,17 +20,23 @@ void copy(std::byte* dst, const std::byte* src, std::size_t n) {
 Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
                  std::vector<datasets::RowTransform> transforms)
     : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), transforms_(std::move(transforms)),
-      row_shape_(data_.x().shape().without_batch()) {
+      row_shape_(data_.x_row().shape) {
   if (batch_size < 1) throw ValueError("Batcher: batch_size must be >= 1, got " + std::to_string(batch_size));
   if (!transforms_.empty() && data_.xs().size() > 1)
     throw ValueError("transforms: they change the rows of one input, but the model has " + std::to_string(data_.xs().size()));
-  if (!transforms_.empty() && data_.x().dtype() != DType::F32)
-    throw ValueError(std::string("transforms: they change float32 x, but x is ") + dtype_name(data_.x().dtype()) +
+  if (!transforms_.empty() && data_.x_row().dtype != DType::F32)
+    throw ValueError(std::string("transforms: they change float32 x, but x is ") + dtype_name(data_.x_row().dtype) +
                      " (the model's input dtype)");
   columns_ = data_.xs();
   columns_.insert(columns_.end(), data_.ys().begin(), data_.ys().end());
+  for (std::size_t i = 0; i < data_.xs().size(); ++i) maps_.push_back(data_.x_map(i) ? &*data_.x_map(i) : nullptr);
+  for (std::size_t i = 0; i < data_.ys().size(); ++i) maps_.push_back(data_.y_map(i) ? &*data_.y_map(i) : nullptr);
   const auto n = static_cast<std::size_t>(data_.size());
-  for (const Tensor& t : columns_) row_bytes_.push_back(n ? t.bytes() / n : 0);
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    source_bytes_.push_back(n ? columns_[c].bytes() / n : 0);
+    row_bytes_.push_back(maps_[c] ? static_cast<std::size_t>(maps_[c]->row.shape.num_elements()) * dtype_size(maps_[c]->row.dtype)
+                                  : source_bytes_.back());
+  }
   order_.resize(static_cast<std::size_t>(data_.size()));
   start_epoch(0);
 }
@@ -60,6 +66,13 @@ void Batcher::gather(int64_t b, const std::vector<void*>& outs) const {
     if (!dst) continue;
     const auto* src = static_cast<const std::byte*>(columns_[c].raw());
     const std::size_t row = row_bytes_[c];
+    if (maps_[c]) {  // each row through its map, from where the order puts it
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto at = static_cast<std::size_t>(shuffle_ ? order_[static_cast<std::size_t>(first + r)] : first + r);
+        maps_[c]->apply(src + at * source_bytes_[c], dst + static_cast<std::size_t>(r) * row);
+      }
+      continue;
+    }
     if (!shuffle_) {  // rows are contiguous, so one copy
       copy(dst, src + row * static_cast<std::size_t>(first), row * static_cast<std::size_t>(rows));
       continue;

@@ -22,7 +22,7 @@ class Batcher {
   int64_t batch_rows(int64_t b) const;  // batch_size, or fewer for the last partial batch
   // The dataset's tensors in gather's order: every x, then every y.
   std::size_t columns() const { return columns_.size(); }
-  std::size_t row_bytes(std::size_t column) const { return row_bytes_[column]; }
+  std::size_t row_bytes(std::size_t column) const { return row_bytes_[column]; }  // as staged: after its RowMap
   // Copies the rows of batch b, in this epoch's order, into outs[c] for each column c (raw
   // buffers with room for batch_rows(b) rows, same dtypes as the dataset; a null one is skipped:
   // predict has no targets). No allocation here.
@@ -36,7 +36,8 @@ class Batcher {
   bool shuffle_;
   uint64_t seed_;
   std::vector<Tensor> columns_;
-  std::vector<std::size_t> row_bytes_;
+  std::vector<const RowMap*> maps_;             // per column, null when unmapped (into data_)
+  std::vector<std::size_t> source_bytes_, row_bytes_;  // per column: a source row, a staged row
   std::vector<int64_t> order_;
   std::vector<datasets::RowTransform> transforms_;
   Shape row_shape_;  // x's row shape, what each transform is told

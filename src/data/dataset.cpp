@@ -27,6 +27,47 @@ Dataset::Dataset(std::vector<Tensor> x, std::vector<Tensor> y) : xs_(std::move(x
   };
   check(xs_, "x");
   check(ys_, "y");
+  x_maps_.resize(xs_.size());
+  y_maps_.resize(ys_.size());
+}
+
+namespace {
+TensorType row_type(const Tensor& t) { return {t.shape().without_batch(), t.dtype()}; }
+
+Dataset mapped(const Dataset& data, const RowMapper& mapper, std::vector<std::optional<RowMap>>& maps, const Tensor& t, std::size_t i,
+               const char* what) {
+  const std::string who = std::string("Dataset::map_") + what + "(" + std::to_string(i) + ")";
+  if (!mapper) throw ValueError(who + ": the mapper is empty");
+  if (maps[i]) throw ValueError(who + ": that tensor is mapped already; map it once, with one function doing both");
+  RowMap m = mapper(row_type(t));
+  if (!m.apply) throw ValueError(who + ": the mapper gave no apply function");
+  maps[i] = std::move(m);
+  return data;
+}
+}  // namespace
+
+Dataset Dataset::map_x(const RowMapper& mapper, std::size_t i) const {
+  if (i >= xs_.size()) throw ValueError("Dataset::map_x: input " + std::to_string(i) + " of " + std::to_string(xs_.size()));
+  Dataset out = *this;
+  return mapped(out, mapper, out.x_maps_, xs_[i], i, "x");
+}
+
+Dataset Dataset::map_y(const RowMapper& mapper, std::size_t i) const {
+  if (i >= ys_.size()) throw ValueError("Dataset::map_y: output " + std::to_string(i) + " of " + std::to_string(ys_.size()));
+  Dataset out = *this;
+  return mapped(out, mapper, out.y_maps_, ys_[i], i, "y");
+}
+
+TensorType Dataset::x_row(std::size_t i) const { return x_maps_.at(i) ? x_maps_[i]->row : row_type(xs_.at(i)); }
+TensorType Dataset::y_row(std::size_t i) const { return y_maps_.at(i) ? y_maps_[i]->row : row_type(ys_.at(i)); }
+
+Dataset Dataset::with(std::vector<Tensor> x, std::vector<Tensor> y) const {
+  Dataset out(std::move(x), std::move(y));
+  if (out.xs_.size() != xs_.size() || out.ys_.size() < ys_.size())
+    throw ValueError("Dataset::with: expected " + std::to_string(xs_.size()) + " x and at least " + std::to_string(ys_.size()) + " y tensors");
+  for (std::size_t i = 0; i < xs_.size(); ++i) out.x_maps_[i] = x_maps_[i];
+  for (std::size_t i = 0; i < ys_.size(); ++i) out.y_maps_[i] = y_maps_[i];
+  return out;
 }
 
 void Dataset::check_count(std::size_t count, const Shape& shape, const char* what) {
@@ -54,7 +95,7 @@ Dataset Dataset::slice(int64_t begin, int64_t end) const {
     for (const Tensor& t : ts) out.push_back(t.rows(begin, end));
     return out;
   };
-  return Dataset(rows(xs_), rows(ys_));
+  return with(rows(xs_), rows(ys_));
 }
 
 Tensor to_categorical(const Tensor& ids, int64_t num_classes) {

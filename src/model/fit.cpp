@@ -99,14 +99,20 @@ Dataset Model::prepare(const Dataset& data, const char* where) {
     throw ValueError("Model \"" + name() + "\": " + where + " expected " + std::to_string(m.inputs.size()) + " x and " +
                      std::to_string(m.outputs.size()) + " y tensors (one per input and output), got " + std::to_string(data.xs().size()) +
                      " and " + std::to_string(data.ys().size()));
-  std::vector<Tensor> xs = check_inputs(data.xs());
+  std::vector<Tensor> xs = check_inputs(data.xs(), &data);
   std::vector<Tensor> ys;
   for (std::size_t o = 0; o < m.outputs.size(); ++o) {
     const Loss& loss = *m.losses[o];
     const std::string target = m.outputs.size() == 1 ? "" : " (output \"" + m.output_name(o) + "\")";
     Tensor y = data.ys()[o];
     const Shape out = m.outputs[o].shape();
-    if (loss.sparse_targets()) {
+    if (data.y_map(o)) {  // its rows become targets as they are staged: only their type can be checked here
+      const DType t = data.y_row(o).dtype;
+      const bool fits = loss.sparse_targets() ? t == DType::I32 || t == DType::I64 : t == m.outputs[o].dtype();
+      if (!fits)
+        throw ValueError(loss.name() + target + ": the targets' row map gives " + dtype_name(t) + ", expected " +
+                         (loss.sparse_targets() ? std::string("int32 or int64 class ids") : std::string(dtype_name(m.outputs[o].dtype()))));
+    } else if (loss.sparse_targets()) {
       if (y.dtype() != DType::I32 && y.dtype() != DType::I64) y = y.cast(DType::I32);
       if (y.shape().rank() == out.rank() && y.shape().back() == 1)  // (N, 1) class ids -> (N,)
         y = y.reshape(Shape(std::vector<int64_t>(y.shape().dims().begin(), y.shape().dims().end() - 1)));
@@ -122,25 +128,31 @@ Dataset Model::prepare(const Dataset& data, const char* where) {
     }
     ys.push_back(std::move(y));
   }
-  return Dataset(std::move(xs), std::move(ys));
+  return data.with(std::move(xs), std::move(ys));
 }
 
-std::vector<Tensor> Model::check_inputs(const std::vector<Tensor>& xs) const {
+std::vector<Tensor> Model::check_inputs(const std::vector<Tensor>& xs, const Dataset* maps) const {
   const Impl& m = *impl_;
   std::vector<Tensor> out;
   for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-    const Shape expected = m.inputs[i].shape(), got = xs.at(i).shape();
-    const std::string which = m.inputs.size() == 1 ? "x" : "x[" + std::to_string(i) + "] (input \"" + m.inputs[i].node()->input_name + "\")";
+    const Shape expected = m.inputs[i].shape();
+    const bool mapped = maps && maps->x_map(i);
+    const Shape got = mapped ? maps->x_row(i).shape.with_batch(xs.at(i).shape()[0]) : xs.at(i).shape();
+    const std::string which = (m.inputs.size() == 1 ? std::string("x") : "x[" + std::to_string(i) + "] (input \"" + m.inputs[i].node()->input_name + "\")") +
+                              (mapped ? " (as its row map makes it)" : "");
     if (got.rank() < 1 || got.without_batch() != expected.without_batch())
       throw ShapeError("Model \"" + name() + "\": expected input of shape " + expected.str() + ", got " + which + " of shape " + got.str());
-    out.push_back(xs[i].dtype() == m.inputs[i].dtype() ? xs[i] : xs[i].cast(m.inputs[i].dtype()));
+    if (mapped && maps->x_row(i).dtype != m.inputs[i].dtype())
+      throw ValueError("Model \"" + name() + "\": " + which + " is " + dtype_name(maps->x_row(i).dtype) + ", the input is " +
+                       dtype_name(m.inputs[i].dtype()) + "; map it to that dtype");
+    out.push_back(mapped || xs[i].dtype() == m.inputs[i].dtype() ? xs[i] : xs[i].cast(m.inputs[i].dtype()));
   }
   return out;
 }
 
 static std::vector<TensorType> target_types(const Dataset& d, int64_t rows) {
   std::vector<TensorType> types;
-  for (const Tensor& y : d.ys()) types.push_back({y.shape().without_batch().with_batch(rows), y.dtype()});
+  for (std::size_t i = 0; i < d.ys().size(); ++i) types.push_back({d.y_row(i).shape.with_batch(rows), d.y_row(i).dtype});
   return types;
 }
 
@@ -157,7 +169,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   if (o.epochs < 0) throw ValueError("fit: epochs must be >= 0, got " + std::to_string(o.epochs));
   if (!(o.validation_split >= 0.0 && o.validation_split < 1.0))
     throw ValueError("fit: validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
-  ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
+  ensure_built(input_data.x_row().shape, input_data.x_row().dtype);
   Dataset data = prepare(input_data, "fit");
   std::optional<Tensor> weights = row_weights(data, o);
   std::optional<Dataset> validation;
@@ -175,7 +187,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   if (weights) {  // an extra target column, which the step reads as the loss's row weights
     std::vector<Tensor> ys = data.ys();
     ys.push_back(*weights);
-    data = Dataset(data.xs(), std::move(ys));
+    data = data.with(data.xs(), std::move(ys));
   }
 
   uint64_t shuffle_seed = next_seed();
@@ -293,7 +305,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   m.settle_steps();
   if (!m.compiled) throw ValueError("Model \"" + name() + "\": call compile() before evaluate()");
   if (o.batch_size < 1) throw ValueError("evaluate: batch_size must be >= 1, got " + std::to_string(o.batch_size));
-  ensure_built(input_data.x().shape().without_batch(), input_data.x().dtype());
+  ensure_built(input_data.x_row().shape, input_data.x_row().dtype);
   const Dataset data = prepare(input_data, "evaluate");
   data::Batcher batches(data, o.batch_size, false, 0);
   Feeder feeder(batches, true);
