@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Side-by-side Fashion-MNIST training throughput: Tandem vs PyTorch, for the MLP or the CNN.
+# Side-by-side Fashion-MNIST training throughput: Tandem vs PyTorch and Keras 3, for the MLP or the CNN.
 #
-# Usage: bench/run_benchmark.sh mlp|cnn PATH/TO/TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F]
+# Usage: bench/run_benchmark.sh mlp|cnn PATH/TO/TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F] [--no-keras]
 #
 # Runs PyTorch in its fastest configuration for the model on this machine — MLP: one thread;
 # CNN: two OpenMP threads with OpenBLAS single-threaded, so two thread pools do not fight over two
@@ -10,10 +10,14 @@
 # prints a markdown table. --quick times a fraction of the epoch for both (MLP a quarter, CNN a
 # tenth; --epochs-fraction F picks another). Repeat runs on a shared VM vary; compare the ratio,
 # and run on an otherwise idle machine.
+#
+# Keras 3 runs on its JAX CPU backend (XLA-compiled steps, several per call: its fastest setup
+# here) from a virtual environment beside the Tandem binary (keras-venv, made on first use from
+# PyPI; the README's commands never install it). --no-keras leaves its column out.
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 mlp|cnn TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F]" >&2
+    echo "usage: $0 mlp|cnn TANDEM_BENCH_BINARY [--quick] [--epochs-fraction F] [--no-keras]" >&2
     exit 2
 }
 
@@ -27,6 +31,7 @@ shift
 
 TANDEM_BIN=""
 FRACTION=""
+KERAS=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --quick) FRACTION=$QUICK_FRACTION ;;
@@ -36,6 +41,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         --epochs-fraction=*) FRACTION="${1#*=}" ;;
+        --no-keras) KERAS=0 ;;
         -h|--help) usage ;;
         -*) echo "unknown option: $1" >&2; usage ;;
         *)
@@ -88,12 +94,28 @@ echo "Running PyTorch ($TORCH_THREADS threads)..." >&2
 "$PY" "$HERE/torch_fashion_mnist.py" --model "$MODEL" --batch-sizes "$BATCHES" \
     --threads "$TORCH_THREADS" --json ${EXTRA[@]+"${EXTRA[@]}"} > "$TMP/torch.jsonl"
 
+: > "$TMP/keras.jsonl"
+if [[ $KERAS == 1 ]]; then
+    VENV="$(cd "$(dirname "$TANDEM_BIN")" && pwd)/keras-venv"
+    if [[ ! -x "$VENV/bin/python" ]]; then
+        echo "Making $VENV (keras>=3,<4 and jax[cpu] from PyPI)..." >&2
+        "$PY" -m venv "$VENV" && "$VENV/bin/pip" install -q "keras>=3,<4" "jax[cpu]" numpy >&2 || rm -rf "$VENV"
+    fi
+    if [[ -x "$VENV/bin/python" ]]; then
+        echo "Running Keras 3 (JAX CPU)..." >&2
+        KERAS_BACKEND=jax "$VENV/bin/python" "$HERE/keras_fashion_mnist.py" --model "$MODEL" --batch-sizes "$BATCHES" \
+            --json ${EXTRA[@]+"${EXTRA[@]}"} > "$TMP/keras.jsonl"
+    else
+        echo "no Keras column: could not make $VENV (python3-venv and network access to PyPI are needed)" >&2
+    fi
+fi
+
 echo "Running Tandem ($TANDEM_BIN)..." >&2
 "$TANDEM_BIN" --model "$MODEL" --batch-sizes "$BATCHES" --json \
     ${EXTRA[@]+"${EXTRA[@]}"} > "$TMP/tandem.jsonl"
 echo "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-"$PY" - "$MODEL" "$TMP/tandem.jsonl" "$TMP/torch.jsonl" <<'PYEOF'
+"$PY" - "$MODEL" "$TMP/tandem.jsonl" "$TMP/torch.jsonl" "$TMP/keras.jsonl" <<'PYEOF'
 import json
 import sys
 
@@ -114,18 +136,22 @@ def load(path, peer):
 MODEL = sys.argv[1]
 tandem = load(sys.argv[2], "tandem")
 torch = load(sys.argv[3], "pytorch")
+keras = load(sys.argv[4], "keras")
 
 
 def fmt(v):
     return "n/a" if v is None else f"{v:,.0f}"
 
 
-print("| batch | Tandem samples/s | PyTorch samples/s | ratio |")
-print("|---:|---:|---:|---:|")
+def ratio(a, b):
+    return f"{a / b:.2f}" if a is not None and b else "n/a"
+
+
+print("| batch | Tandem samples/s | PyTorch samples/s | ratio | Keras 3 samples/s | ratio to Keras |")
+print("|---:|---:|---:|---:|---:|---:|")
 for b in sorted(set(tandem) | set(torch)):
-    t, p = tandem.get(b), torch.get(b)
-    ratio = f"{t / p:.2f}" if t is not None and p else "n/a"
-    print(f"| {b} | {fmt(t)} | {fmt(p)} | {ratio} |")
+    t, p, k = tandem.get(b), torch.get(b), keras.get(b)
+    print(f"| {b} | {fmt(t)} | {fmt(p)} | {ratio(t, p)} | {fmt(k)} | {ratio(t, k)} |")
 if not tandem:
     sys.exit("no Tandem results parsed")
 if not torch:
