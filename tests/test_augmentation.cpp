@@ -151,3 +151,25 @@ TEST_CASE("transforms need float32 x") {
   CHECK_THROWS_WITH_AS(tandem::data::Batcher(data, 2, false, 0, {td::normalization({0}, {1})}),
                        doctest::Contains("transforms: they change float32 x, but x is float64"), tandem::ValueError);
 }
+
+TEST_CASE("random_crop takes the window at a corner uniform in 0 … 2·padding of the zero-padded image") {
+  const Shape row{4, 5, 1};
+  std::map<int64_t, int> tops;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    std::vector<float> x = ramp(20);
+    std::mt19937_64 g(seed), check(seed);
+    td::random_crop(2)(x, row, g);
+    const double ut = static_cast<double>(check() >> 11) * 0x1.0p-53, ul = static_cast<double>(check() >> 11) * 0x1.0p-53;
+    const auto top = static_cast<int64_t>(ut * 5), left = static_cast<int64_t>(ul * 5);
+    ++tops[top];
+    for (int64_t y = 0; y < 4; ++y)
+      for (int64_t c = 0; c < 5; ++c) {
+        // Output (y, c) is padded-image pixel (y + top, c + left), which is source (y + top − 2, c + left − 2).
+        const int64_t sy = y + top - 2, sx = c + left - 2;
+        const float want = (sy < 0 || sy >= 4 || sx < 0 || sx >= 5) ? 0.f : float(sy * 5 + sx + 1);
+        CHECK(x[std::size_t(y * 5 + c)] == want);
+      }
+  }
+  CHECK(tops.size() == 5);  // every corner 0 … 4 was drawn
+  CHECK_THROWS_WITH_AS(td::random_crop(-1), doctest::Contains("padding must be >= 0, got -1"), tandem::ValueError);
+}

@@ -27,6 +27,11 @@ RowTransform random_flip(const std::string& mode = "horizontal");
 // rounded, likewise dx. Factors in [0, 1].
 RowTransform random_translation(double height_factor, double width_factor);
 
+// A crop of the image padded with `padding` zeros on every side, back to its own size, at a
+// window whose corner is uniform in 0 … 2·padding along each axis (torchvision's
+// RandomCrop(size, padding), the usual CIFAR augmentation). The row keeps its shape.
+RowTransform random_crop(int64_t padding);
+
 // Keras's Normalization with given statistics: (x − mean) / sqrt(variance) along the last axis;
 // mean and variance hold one value, or one per element of the last axis.
 RowTransform normalization(std::vector<float> mean, std::vector<float> variance);

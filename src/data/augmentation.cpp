@@ -32,6 +32,19 @@ int64_t shift(std::mt19937_64& random, double factor, int64_t size) {
   const double limit = factor * double(size);
   return static_cast<int64_t>(std::lround((2 * uniform(random) - 1) * limit));
 }
+
+// Moves the image by (dy, dx) whole pixels; what comes in from outside is 0.
+void shift_image(std::span<float> x, const Shape& row, int64_t dy, int64_t dx) {
+  const int64_t h = row[0], w = row[1], c = row[2];
+  std::vector<float> copy(x.begin(), x.end());
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t xx = 0; xx < w; ++xx) {
+      const int64_t sy = y - dy, sx = xx - dx;
+      float* dst = &x[static_cast<std::size_t>((y * w + xx) * c)];
+      if (sy < 0 || sy >= h || sx < 0 || sx >= w) std::fill(dst, dst + c, 0.f);
+      else std::copy_n(&copy[static_cast<std::size_t>((sy * w + sx) * c)], c, dst);
+    }
+}
 }  // namespace
 
 RowTransform random_flip(const std::string& mode) {
@@ -51,16 +64,19 @@ RowTransform random_translation(double height_factor, double width_factor) {
     if (!(f >= 0.0 && f <= 1.0)) throw ValueError("random_translation: factors must be in [0, 1], got " + std::to_string(f));
   return [height_factor, width_factor](std::span<float> x, const Shape& row, std::mt19937_64& random) {
     check_image_row(row, "random_translation");
-    const int64_t h = row[0], w = row[1], c = row[2];
-    const int64_t dy = shift(random, height_factor, h), dx = shift(random, width_factor, w);
-    std::vector<float> copy(x.begin(), x.end());
-    for (int64_t y = 0; y < h; ++y)
-      for (int64_t xx = 0; xx < w; ++xx) {
-        const int64_t sy = y - dy, sx = xx - dx;
-        float* dst = &x[static_cast<std::size_t>((y * w + xx) * c)];
-        if (sy < 0 || sy >= h || sx < 0 || sx >= w) std::fill(dst, dst + c, 0.f);
-        else std::copy_n(&copy[static_cast<std::size_t>((sy * w + sx) * c)], c, dst);
-      }
+    const int64_t dy = shift(random, height_factor, row[0]), dx = shift(random, width_factor, row[1]);
+    shift_image(x, row, dy, dx);
+  };
+}
+
+RowTransform random_crop(int64_t padding) {
+  if (padding < 0) throw ValueError("random_crop: padding must be >= 0, got " + std::to_string(padding));
+  return [padding](std::span<float> x, const Shape& row, std::mt19937_64& random) {
+    check_image_row(row, "random_crop");
+    // The window's corner in the padded image, each coordinate uniform in 0 … 2·padding.
+    auto corner = [&] { return static_cast<int64_t>(uniform(random) * double(2 * padding + 1)); };
+    const int64_t top = corner(), left = corner();
+    shift_image(x, row, padding - top, padding - left);
   };
 }
 
