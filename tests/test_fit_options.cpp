@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include "tests/scratch_dir.h"
+
 namespace tl = tandem::layers;
 using tandem::Shape;
 using tandem::Tensor;
@@ -165,4 +167,28 @@ TEST_CASE("evaluate and predict call every Keras hook, in Keras's order") {
   CHECK(hooks->calls == std::vector<std::string>{"test_begin", "test_batch_begin 0", "test_batch_end 0", "test_batch_begin 1", "test_batch_end 1",
                                                  "test_end", "predict_begin", "predict_batch_begin 0", "predict_batch_end 0",
                                                  "predict_batch_begin 1", "predict_batch_end 1", "predict_end"});
+}
+
+TEST_CASE("weight_decay on every optimizer: w -= w·wd·lr before the update, as Keras 3 applies it; Adam with it is AdamW") {
+  // SGD: one step on the linear model, the gradient taken at the weights before the decay.
+  auto model = linear_model();
+  model->compile({.optimizer = tandem::optimizers::SGD(kRate, {.weight_decay = 0.5}), .loss = "mse"});
+  model->train_on_batch(x_rows(), y_rows());
+  const Step plain = closed_form({1, 1, 1, 1});
+  check_kernel(*model, {plain.k[0] - kRate * 0.5 * kK[0], plain.k[1] - kRate * 0.5 * kK[1]});
+  // Adam(weight_decay) and AdamW end at the same bits, and the decay is saved and read back.
+  auto adam = linear_model(), adamw = linear_model();
+  adam->compile({.optimizer = tandem::optimizers::Adam(0.01, {.weight_decay = 0.2}), .loss = "mse"});
+  adamw->compile({.optimizer = tandem::optimizers::AdamW(0.01, {.weight_decay = 0.2}), .loss = "mse"});
+  for (int i = 0; i < 3; ++i) adam->train_on_batch(x_rows(), y_rows()), adamw->train_on_batch(x_rows(), y_rows());
+  const Tensor a = adam->get_weights()[0], b = adamw->get_weights()[0];
+  CHECK(std::equal(a.values<float>().begin(), a.values<float>().end(), b.values<float>().begin()));
+  CHECK(adam->optimizer()->config_json().find("\"weight_decay\":0.2") != std::string::npos);
+  CHECK(tandem::optimizers::Lion().get()->config_json().find("\"weight_decay\":null") != std::string::npos);
+  const ScratchRoot scratch("test_fit_options");
+  const std::string path = (scratch.fresh("wd") / "adam.keras").string();
+  adam->save(path);
+  CHECK(tandem::load_model(path)->optimizer()->config_json() == adam->optimizer()->config_json());
+  CHECK_THROWS_WITH_AS(tandem::optimizers::Nadam(0.001, {.weight_decay = -1.0}), doctest::Contains("weight_decay must be >= 0, got -1"),
+                       tandem::ValueError);
 }

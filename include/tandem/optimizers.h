@@ -74,10 +74,12 @@ class Optimizer {
   void emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads);
 
  protected:
-  explicit Optimizer(const LearningRate& learning_rate, const GradientClipping& clipping = {});
+  explicit Optimizer(const LearningRate& learning_rate, const GradientClipping& clipping = {},
+                     std::optional<double> weight_decay = std::nullopt);
   // The learning rate as it goes in config_json(): a number, or the schedule's Keras object.
   std::string learning_rate_config() const;
-  // The config keys every Keras optimizer has: name, learning_rate, the clipping (null when unset).
+  // The config keys every Keras optimizer has: name, learning_rate, weight_decay and the clipping
+  // (null when unset).
   std::string base_config_json() const;
   // Slot names per variable, e.g. {"momentum", "velocity"} for Adam (Keras's names).
   virtual std::vector<std::string> slot_names() const = 0;
@@ -106,18 +108,21 @@ class Optimizer {
   std::vector<VariablePtr> state_;               // state_variables(), last in variables_
   SchedulePtr schedule_;
   GradientClipping clipping_;
+  std::optional<double> weight_decay_;
 };
 using OptimizerPtr = std::shared_ptr<Optimizer>;
 
 namespace optimizers {
 
-struct SGDOptions { double momentum = 0.0; bool nesterov = false; GradientClipping clipping{}; };
-struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
+// weight_decay (every optimizer, as in Keras 3): decoupled decay before each update,
+// w −= w·weight_decay·learning_rate; unset (Keras's None) for all but AdamW.
+struct SGDOptions { double momentum = 0.0; bool nesterov = false; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
+struct AdamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
 struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
-struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; GradientClipping clipping{}; };
-struct AdagradOptions { double initial_accumulator_value = 0.1, epsilon = 1e-7; GradientClipping clipping{}; };
-struct NadamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; GradientClipping clipping{}; };
-struct LionOptions { double beta_1 = 0.9, beta_2 = 0.99; GradientClipping clipping{}; };
+struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
+struct AdagradOptions { double initial_accumulator_value = 0.1, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
+struct NadamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
+struct LionOptions { double beta_1 = 0.9, beta_2 = 0.99; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
 
 OptimizerPtr SGD(const LearningRate& learning_rate = 0.01, const SGDOptions& options = {});
 OptimizerPtr Adam(const LearningRate& learning_rate = 0.001, const AdamOptions& options = {});

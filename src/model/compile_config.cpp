@@ -96,42 +96,44 @@ OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
     if (const Json* v = c.value(key); v && !v->is_null()) *field = c.number(key);
   c.expect("use_ema", false);
   c.number("ema_momentum", 0.99);  // used only with use_ema
-  if (cls != "AdamW") c.expect_null({"weight_decay"});
+  // Every optimizer takes weight_decay (null: none); AdamW's default is its own.
+  std::optional<double> weight_decay;
+  if (const Json* v = c.value("weight_decay"); v && !v->is_null()) weight_decay = c.number("weight_decay");
   if (cls == "SGD") {
     const optimizers::SGDOptions d;
-    return optimizers::SGD(learning_rate_from(c, 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov), clipping});
+    return optimizers::SGD(learning_rate_from(c, 0.01), {c.number("momentum", d.momentum), c.boolean("nesterov", d.nesterov), weight_decay, clipping});
   }
   if (cls == "Adam") {
     c.expect("amsgrad", false);
     const optimizers::AdamOptions d;
     return optimizers::Adam(learning_rate_from(c, 0.001),
-                            {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
+                            {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), weight_decay, clipping});
   }
   if (cls == "AdamW") {
     c.expect("amsgrad", false);
     const optimizers::AdamWOptions d;
-    return optimizers::AdamW(learning_rate_from(c, 0.001), {c.number("weight_decay", d.weight_decay), c.number("beta_1", d.beta_1),
+    return optimizers::AdamW(learning_rate_from(c, 0.001), {weight_decay.value_or(d.weight_decay), c.number("beta_1", d.beta_1),
                                                                 c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
   }
   if (cls == "RMSprop") {
     c.expect("centered", false);
     const optimizers::RMSpropOptions d;
     return optimizers::RMSprop(learning_rate_from(c, 0.001),
-                               {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon), clipping});
+                               {c.number("rho", d.rho), c.number("momentum", d.momentum), c.number("epsilon", d.epsilon), weight_decay, clipping});
   }
   if (cls == "Adagrad") {
     const optimizers::AdagradOptions d;
     return optimizers::Adagrad(learning_rate_from(c, 0.001), {c.number("initial_accumulator_value", d.initial_accumulator_value),
-                                                              c.number("epsilon", d.epsilon), clipping});
+                                                              c.number("epsilon", d.epsilon), weight_decay, clipping});
   }
   if (cls == "Nadam") {
     const optimizers::NadamOptions d;
     return optimizers::Nadam(learning_rate_from(c, 0.001),
-                             {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), clipping});
+                             {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), weight_decay, clipping});
   }
   if (cls == "Lion") {
     const optimizers::LionOptions d;
-    return optimizers::Lion(learning_rate_from(c, 0.001), {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), clipping});
+    return optimizers::Lion(learning_rate_from(c, 0.001), {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), weight_decay, clipping});
   }
   throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));
 }

@@ -11,7 +11,7 @@ namespace tandem::optimizers {
 namespace {
 class AdagradOptimizer : public Optimizer {
  public:
-  AdagradOptimizer(const LearningRate& lr, AdagradOptions o) : Optimizer(lr, o.clipping), o_(o) {
+  AdagradOptimizer(const LearningRate& lr, AdagradOptions o) : Optimizer(lr, o.clipping, o.weight_decay), o_(o) {
     if (!(o.initial_accumulator_value >= 0))
       throw ValueError("Adagrad: initial_accumulator_value must be >= 0, got " + std::to_string(o.initial_accumulator_value));
   }

@@ -11,7 +11,7 @@ namespace tandem::optimizers {
 namespace {
 class LionOptimizer : public Optimizer {
  public:
-  LionOptimizer(const LearningRate& lr, LionOptions o) : Optimizer(lr, o.clipping), o_(o) {
+  LionOptimizer(const LearningRate& lr, LionOptions o) : Optimizer(lr, o.clipping, o.weight_decay), o_(o) {
     // Keras refuses beta_1 <= 0: the momentum would never enter the step (sign SGD).
     if (!(o.beta_1 > 0 && o.beta_1 <= 1)) throw ValueError("Lion: beta_1 must be in (0, 1], got " + std::to_string(o.beta_1));
     if (!(o.beta_2 >= 0 && o.beta_2 <= 1)) throw ValueError("Lion: beta_2 must be in [0, 1], got " + std::to_string(o.beta_2));

@@ -14,7 +14,7 @@ namespace tandem::optimizers {
 namespace {
 class NadamOptimizer : public Optimizer {
  public:
-  NadamOptimizer(const LearningRate& lr, NadamOptions o) : Optimizer(lr, o.clipping), o_(o) {
+  NadamOptimizer(const LearningRate& lr, NadamOptions o) : Optimizer(lr, o.clipping, o.weight_decay), o_(o) {
     if (!(o.beta_1 >= 0 && o.beta_1 < 1)) throw ValueError("Nadam: beta_1 must be in [0, 1), got " + std::to_string(o.beta_1));
     if (!(o.beta_2 >= 0 && o.beta_2 < 1)) throw ValueError("Nadam: beta_2 must be in [0, 1), got " + std::to_string(o.beta_2));
   }

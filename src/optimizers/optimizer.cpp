@@ -48,7 +48,10 @@ LearningRate::LearningRate(SchedulePtr s) : schedule(std::move(s)) {
   value = (*schedule)(0);
 }
 
-Optimizer::Optimizer(const LearningRate& rate, const GradientClipping& clipping) : schedule_(rate.schedule), clipping_(clipping) {
+Optimizer::Optimizer(const LearningRate& rate, const GradientClipping& clipping, std::optional<double> weight_decay)
+    : schedule_(rate.schedule), clipping_(clipping), weight_decay_(weight_decay) {
+  if (weight_decay && !(*weight_decay >= 0.0))
+    throw ValueError("optimizer: weight_decay must be >= 0, got " + std::to_string(*weight_decay));
   const int set = clipping.clipnorm.has_value() + clipping.global_clipnorm.has_value() + clipping.clipvalue.has_value();
   if (set > 1) throw ValueError("optimizer: only one of clipnorm, global_clipnorm and clipvalue can be set");
   for (const auto& [name, v] : {std::pair{"clipnorm", clipping.clipnorm}, {"global_clipnorm", clipping.global_clipnorm}, {"clipvalue", clipping.clipvalue}})
@@ -83,6 +86,7 @@ std::string Optimizer::base_config_json() const {
   auto number = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
   return nlohmann::ordered_json{{"name", name()},
                                 {"learning_rate", nlohmann::ordered_json::parse(learning_rate_config())},
+                                {"weight_decay", number(weight_decay_)},
                                 {"clipnorm", number(clipping_.clipnorm)},
                                 {"global_clipnorm", number(clipping_.global_clipnorm)},
                                 {"clipvalue", number(clipping_.clipvalue)}}
@@ -160,7 +164,11 @@ void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& va
     for (const VariablePtr& s : slots_[static_cast<std::size_t>(at)]) slots.push_back(read(g, *s));
     const int before = g.size();
     emit_update(g, read(g, *vars[i]), clipped[i], lr, iteration, slots, state);
-    for (int n = before; n < g.size(); ++n) updates.push_back(n);
+    for (int n = before; n < g.size(); ++n) {
+      updates.push_back(n);
+      // Every update kernel decays its variable first when the attr is set.
+      if (weight_decay_ && g.node(n).op.ends_with("_update")) g.node(n).attrs.set("weight_decay", *weight_decay_);
+    }
   }
   // The updates read the state and the iteration count as they were before this step: the
   // state advances after all of them, and the count after that.

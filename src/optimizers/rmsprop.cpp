@@ -11,7 +11,7 @@ namespace tandem::optimizers {
 namespace {
 class RMSpropOptimizer : public Optimizer {
  public:
-  RMSpropOptimizer(const LearningRate& lr, RMSpropOptions o) : Optimizer(lr, o.clipping), o_(o) {
+  RMSpropOptimizer(const LearningRate& lr, RMSpropOptions o) : Optimizer(lr, o.clipping, o.weight_decay), o_(o) {
     if (!(o.rho >= 0 && o.rho < 1)) throw ValueError("RMSprop: rho must be in [0, 1), got " + std::to_string(o.rho));
   }
   std::string name() const override { return "rmsprop"; }

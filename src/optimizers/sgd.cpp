@@ -10,7 +10,7 @@ namespace tandem::optimizers {
 namespace {
 class SGDOptimizer : public Optimizer {
  public:
-  SGDOptimizer(const LearningRate& lr, SGDOptions o) : Optimizer(lr, o.clipping), o_(o) {
+  SGDOptimizer(const LearningRate& lr, SGDOptions o) : Optimizer(lr, o.clipping, o.weight_decay), o_(o) {
     if (!(o.momentum >= 0.0 && o.momentum <= 1.0)) throw ValueError("SGD: momentum must be in [0, 1], got " + std::to_string(o.momentum));
   }
   std::string name() const override { return "sgd"; }

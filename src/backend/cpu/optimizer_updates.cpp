@@ -12,8 +12,16 @@ struct UpdateArgs {
   const T* g;
   const float* lr;  // learning rates are float32 variables, whatever the model's dtype
   int64_t n;
+  T weight_decay;   // the optimizer's weight_decay attr, 0 when unset
   explicit UpdateArgs(const KernelInit& k)
-      : w(static_cast<T*>(k.in[0])), g(in<T>(k, 1)), lr(static_cast<const float*>(k.in[2])), n(numel(k.in_types[0])) {}
+      : w(static_cast<T*>(k.in[0])), g(in<T>(k, 1)), lr(static_cast<const float*>(k.in[2])), n(numel(k.in_types[0])),
+        weight_decay(static_cast<T>(k.node.attrs.f("weight_decay", 0.0))) {}
+  // Keras 3's decoupled weight decay, before the update: w −= w·wd·lr (AdamW's, on every optimizer).
+  void decay(T rate) const {
+    if (weight_decay == T(0)) return;
+    const T d = rate * weight_decay;
+    for (int64_t i = 0; i < n; ++i) w[i] -= w[i] * d;
+  }
 };
 
 template <class T>
@@ -24,6 +32,7 @@ KernelFn make_sgd(const KernelInit& k) {
   T* v = k.in.size() > 3 ? static_cast<T*>(k.in[3]) : nullptr;
   return [=] {
     const T lr = static_cast<T>(*a.lr);
+    a.decay(lr);
     if (!v) {
       for (int64_t i = 0; i < a.n; ++i) a.w[i] -= lr * a.g[i];
       return;
@@ -79,6 +88,7 @@ KernelFn make_rmsprop(const KernelInit& k) {
   const T momentum = static_cast<T>(k.node.attrs.f("momentum"));
   return [=] {
     const T lr = static_cast<T>(*a.lr);
+    a.decay(lr);
     for (int64_t i = 0; i < a.n; ++i) {
       ms[i] = rho * ms[i] + (T(1) - rho) * a.g[i] * a.g[i];
       const T inc = lr * a.g[i] / std::sqrt(ms[i] + eps);
@@ -99,6 +109,7 @@ KernelFn make_adagrad(const KernelInit& k) {
   const T eps = static_cast<T>(k.node.attrs.f("epsilon"));
   return [=] {
     const T lr = static_cast<T>(*a.lr);
+    a.decay(lr);
     for (int64_t i = 0; i < a.n; ++i) {
       acc[i] += a.g[i] * a.g[i];
       a.w[i] -= lr * a.g[i] / std::sqrt(acc[i] + eps);
@@ -127,6 +138,7 @@ KernelFn make_nadam(const KernelInit& k) {
     const T c_m = static_cast<T>(mu_next / (1 - prod_next)), c_g = static_cast<T>((1 - mu) / (1 - prod));
     const T c_v = static_cast<T>(1 / (1 - std::pow(b2, t)));
     const T lr = static_cast<T>(*a.lr), c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
+    a.decay(lr);
     ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
       // Locals and restrict, as in make_adam, so that GCC vectorises the loop.
       const T k_cm = c_m, k_cg = c_g, k_cv = c_v, k_lr = lr, k_c1 = c1, k_c2 = c2, k_eps = eps;
@@ -159,6 +171,7 @@ KernelFn make_lion(const KernelInit& k) {
   const T b1 = static_cast<T>(k.node.attrs.f("beta_1")), b2 = static_cast<T>(k.node.attrs.f("beta_2"));
   return [=] {
     const T lr = static_cast<T>(*a.lr);
+    a.decay(lr);
     for (int64_t i = 0; i < a.n; ++i) {
       const T c = b1 * m[i] + (T(1) - b1) * a.g[i];
       a.w[i] -= lr * static_cast<T>((c > 0) - (c < 0));  // sign, 0 at 0
