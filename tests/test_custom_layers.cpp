@@ -413,3 +413,20 @@ TEST_CASE("public ops compute what their names say") {
                          doctest::Contains("cannot reshape (1, 3) (3 elements) into (-1, 5)"), tandem::ValueError);
   }
 }
+
+TEST_CASE("a custom layer works in a Sequential model, which saves and loads whole") {
+  const json ref = reference();
+  tandem::Sequential model({tl::InputLayer({8}), tl::Dense(16, "relu"), tandem::LayerRef(std::make_shared<ResidualDense>(16, "res_seq")),
+                            tandem::LayerRef(std::make_shared<ScaledHead>(3, "head_seq"))});
+  model.compile({.optimizer = tandem::optimizers::SGD(0.0625, {.momentum = 0.9}), .loss = "huber_delta_1"});
+  const tandem::Tensor x = tensor(ref["x"], {32, 8}), y = tensor(ref["y"], {32, 3});
+  const auto before = model.evaluate(x, y, {.verbose = 0}).at("loss");
+  model.fit(x, y, {.epochs = 2, .batch_size = 16, .verbose = 0});
+  CHECK(model.evaluate(x, y, {.verbose = 0}).at("loss") < before);
+  const auto dir = scratch.fresh("sequential");
+  model.save((dir / "seq.keras").string());
+  const auto loaded = tandem::load_model((dir / "seq.keras").string());
+  CHECK(loaded->layers()[1]->class_name() == "ResidualDense");
+  const tandem::Tensor p0 = model.predict(x), p1 = loaded->predict(x);
+  CHECK(std::equal(p0.values<float>().begin(), p0.values<float>().end(), p1.values<float>().begin()));
+}
