@@ -255,6 +255,58 @@ def archive_checks(build: Path, work: Path) -> bool:
     return ok
 
 
+def multi_io_checks(build: Path, work: Path) -> bool:
+    """(e) A two-input, two-output model with a loss per output and loss weights, in `.keras` archives
+    both ways: Keras's loaded by Tandem, and Tandem's (after one more epoch) loaded by Keras with
+    the same predictions, losses and loss weights."""
+    import keras
+    import numpy as np
+    from keras import layers
+
+    keras.utils.set_random_seed(50)
+    img, tab = keras.Input((4, 4, 1), name="img"), keras.Input((5,), name="tab")
+    a = layers.Dense(6, activation="relu", name="img_dense")(layers.Flatten(name="flat")(img))
+    b = layers.Dense(6, activation="tanh", name="tab_dense")(tab)
+    h = layers.Dense(8, activation="relu", name="trunk")(layers.Concatenate(name="join")([a, b]))
+    model = keras.Model([img, tab], [layers.Dense(3, activation="softmax", name="cls")(h), layers.Dense(1, name="reg")(h)])
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=["sparse_categorical_crossentropy", "mse"], loss_weights=[1.0, 0.5],
+                  metrics=[["accuracy"], ["mae"]])
+    rng = np.random.default_rng(51)
+    xi, xt = rng.uniform(0, 1, (24, 4, 4, 1)).astype("float32"), rng.normal(0, 1, (24, 5)).astype("float32")
+    yc, yr = rng.integers(0, 3, (24,)).astype("int32"), rng.normal(0, 1, (24, 1)).astype("float32")
+    model.fit([xi, xt], [yc, yr], batch_size=8, epochs=1, shuffle=False, verbose=0)
+    model.save(work / "multi_io.keras")
+    tensor = lambda v: {"shape": list(v.shape), "values": v.reshape(-1).astype("float64").tolist()}  # noqa: E731
+    (work / "multi_io_data.json").write_text(json.dumps({"img": tensor(xi), "tab": tensor(xt), "cls": tensor(yc), "reg": tensor(yr)}))
+    keras_y = model.predict([xi, xt], verbose=0)
+    if subprocess.call([str(build / "keras_interop_tool"), "multi_io", str(work)]) != 0:
+        print("Tandem cannot load Keras's two-output archive -> FAIL")
+        return False
+    tandem = json.loads((work / "multi_io_tandem.json").read_text())
+    print("multi_io (.keras)")
+    diff = max(float(np.max(np.abs(k - array(t)))) for k, t in zip(keras_y, tandem["y_loaded"]))
+    ok = diff <= TOLERANCE
+    print(f"  Tandem loads Keras's archive: max |y_keras - y_tandem| = {diff:.2e} -> {'ok' if ok else 'FAIL'}")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = keras.models.load_model(work / "multi_io_from_tandem.keras")
+        for w in caught:
+            print(f"  warning from Keras: {w.message}")
+            ok = False
+    except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+        print(f"  Keras cannot load Tandem's archive: {type(e).__name__}: {e} -> FAIL")
+        return False
+    diff = max(float(np.max(np.abs(k - array(t)))) for k, t in zip(loaded.predict([xi, xt], verbose=0), tandem["y_saved"]))
+    iterations = int(np.asarray(loaded.optimizer.iterations))
+    weights = list(loaded.compile_config.get("loss_weights") or []) if hasattr(loaded, "compile_config") else []
+    good = diff <= TOLERANCE and iterations == tandem["iterations_saved"] and len(loaded.loss) == 2
+    print(f"  Keras loads Tandem's archive: max |y_keras - y_tandem| = {diff:.2e}; iterations {iterations} vs "
+          f"{tandem['iterations_saved']}; {len(loaded.loss)} losses, loss_weights {weights or loaded.get_compile_config().get('loss_weights')} "
+          f"-> {'ok' if good else 'FAIL'}")
+    return ok and good
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=str(ROOT / "build"), help="the CMake build folder (default: build)")
@@ -266,6 +318,7 @@ def main():
         os.execv(str(python), [str(python), __file__, "--build", str(build), "--in-venv"])
     ok = run_checks(build)
     ok &= archive_checks(build, build / "keras-interop")
+    ok &= multi_io_checks(build, build / "keras-interop")
     print("Keras interop: " + ("PASSED" if ok else "FAILED"))
     sys.exit(0 if ok else 1)
 

@@ -16,6 +16,10 @@
 //                                  load_model, predict; train one batch, save
 //                                  DIR/archive_<M>_from_tandem.keras, predict; train one more batch,
 //                                  predict; all in DIR/archive_<M>_tandem.json
+//   keras_interop_tool multi_io DIR  the same for Keras's two-input, two-output model in
+//                                  DIR/multi_io.keras (inputs and targets in DIR/multi_io_data.json):
+//                                  predict, train one epoch, save DIR/multi_io_from_tandem.keras,
+//                                  predict; in DIR/multi_io_tandem.json
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -187,10 +191,30 @@ void archives(const std::string& dir, const std::vector<std::string>& names) {
   }
 }
 
+void multi_io(const std::string& dir) {
+  std::ifstream in(dir + "/multi_io_data.json");
+  const json data = json::parse(in);
+  const std::vector<Tensor> x{from_json(data.at("img"), DType::F32), from_json(data.at("tab"), DType::F32)};
+  const std::vector<Tensor> y{from_json(data.at("cls"), DType::I32), from_json(data.at("reg"), DType::F32)};
+  std::unique_ptr<tandem::Model> m = tandem::load_model(dir + "/multi_io.keras");
+  auto predictions = [&] {
+    json out = json::array();
+    for (const Tensor& p : m->predict(x)) out.push_back(to_json(p));
+    return out;
+  };
+  json out{{"y_loaded", predictions()}, {"loss_loaded", m->evaluate(x, y, {.verbose = 0}).at("loss")}};
+  m->fit(x, y, {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
+  m->save(dir + "/multi_io_from_tandem.keras");
+  out["y_saved"] = predictions();
+  out["iterations_saved"] = m->optimizer()->iterations();
+  write_json(dir + "/multi_io_tandem.json", out);
+  std::cout << "loaded multi_io.keras, saved multi_io_from_tandem.keras\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: keras_interop_tool write|read DIR, or archives DIR MODEL...";
+  const std::string usage = "usage: keras_interop_tool write|read|multi_io DIR, or archives DIR MODEL...";
   if (argc < 3) {
     std::cerr << usage << "\n";
     return 2;
@@ -200,6 +224,7 @@ int main(int argc, char** argv) {
     if (command == "write") write(argv[2]);
     else if (command == "read") read(argv[2]);
     else if (command == "archives") archives(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+    else if (command == "multi_io") multi_io(argv[2]);
     else throw tandem::Error(usage);
   } catch (const std::exception& e) {
     std::cerr << "keras_interop_tool: " << e.what() << "\n";
