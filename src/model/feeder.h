@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <iostream>
 
 #include "data/batcher.h"
 #include "data/prefetcher.h"
@@ -19,6 +20,18 @@ namespace tandem::detail {
 inline int progress_verbosity(int verbose, const distribute::Strategy* strategy) {
   if (strategy && strategy->workers() > 1 && !distribute::this_worker().chief()) return 0;
   return verbose == 1 && !isatty(fileno(stdout)) ? 2 : verbose;
+}
+
+// The callbacks of an evaluate or predict loop over `steps` batches, each told of the model and the
+// run: the progress bar first when `verbose` asks for one.
+inline std::vector<CallbackPtr> loop_callbacks(std::vector<CallbackPtr> callbacks, int verbose, int64_t steps, Model* model) {
+  if (verbose > 0) {
+    auto bar = std::make_shared<ProgbarLogger>(std::cout);
+    bar->set_test_steps(steps);
+    callbacks.insert(callbacks.begin(), bar);
+  }
+  for (auto& c : callbacks) c->set_model(model), c->set_params({1, steps, verbose});
+  return callbacks;
 }
 
 // Copies batch b, staged by the prefetch thread, into the step's inputs: each device gets the
@@ -38,7 +51,7 @@ class Feeder {
   }
 
  private:
-  // predict's datasets carry a placeholder target column, which is not staged.
+  // predict's datasets carry an unused target column (a Dataset always has one), not staged.
   static std::vector<bool> wanted(const data::Batcher& batches, bool with_targets) {
     std::vector<bool> w(batches.columns(), true);
     if (!with_targets) w.back() = false;

@@ -228,6 +228,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
   Feeder feeder(batches, true);
   m.begin_steps();  // after on_train_begin, which may have loaded weights
   int64_t updates = m.optimizer->iterations();  // for a learning-rate schedule; one per step
+  const auto slots = m.metric_slots();          // names and sums per metric, once: not per step
   for (int epoch = progress_.epoch; epoch < o.epochs && !stop_training; ++epoch) {
     m.host_view();  // epoch-start callbacks may read or set variables (LearningRateScheduler)
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
@@ -272,14 +273,14 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       // The group's batches are done together: the progress a callback saves is the group's end.
       progress_.batch = b + count - first, progress_.steps += count;
       progress_.loss_sum = acc.loss, progress_.metric_sums = acc.metric_sums, progress_.rows = acc.rows;
-      const Logs logs = acc.logs(m.metric_slots());
+      const Logs logs = acc.logs(slots);
       for (int64_t i = 0; i < count; ++i)
         for (auto& c : callbacks) c->on_train_batch_end(b - first + i, logs);
       b += count;
       if (stop_training) break;
     }
     m.last_arena_bytes = full.exe->arena_bytes(0);
-    Logs logs = acc.logs(m.metric_slots());
+    Logs logs = acc.logs(slots);
     if (validation) {
       const Logs val = evaluate(*validation, {.batch_size = o.batch_size, .verbose = 0});
       for (const auto& [k, v] : val) logs["val_" + k] = v;
@@ -311,15 +312,10 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   Feeder feeder(batches, true);
   feeder.start_epoch();
   m.begin_steps();
-  std::vector<CallbackPtr> callbacks = o.callbacks;
-  const int verbose = progress_verbosity(o.verbose, m.strategy.get());
-  if (verbose > 0) {
-    auto bar = std::make_shared<ProgbarLogger>(std::cout);
-    bar->set_test_steps(batches.num_batches());
-    callbacks.insert(callbacks.begin(), bar);
-  }
-  for (auto& c : callbacks) c->set_model(this), c->set_params({1, batches.num_batches(), verbose});
+  const std::vector<CallbackPtr> callbacks =
+      detail::loop_callbacks(o.callbacks, progress_verbosity(o.verbose, m.strategy.get()), batches.num_batches(), this);
   for (auto& c : callbacks) c->on_test_begin({});
+  const auto slots = m.metric_slots();
   Accumulator acc{0, std::vector<double>(m.metric_sums(), 0.0), 0};
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
@@ -329,10 +325,10 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
     step.exe->run();
     m.after_step(false);
     acc.add(step.scalars(), rows);
-    const Logs logs = acc.logs(m.metric_slots());
+    const Logs logs = acc.logs(slots);
     for (auto& c : callbacks) c->on_test_batch_end(b, logs);
   }
-  const Logs logs = acc.logs(m.metric_slots());
+  const Logs logs = acc.logs(slots);
   for (auto& c : callbacks) c->on_test_end(logs);
   return logs;
 }

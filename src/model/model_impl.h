@@ -46,6 +46,9 @@ struct CompiledStep {
   // The loss, then each metric's sums, flattened: read where they live, partial sums added up
   // (over every worker's devices), a replicated value once.
   std::vector<double> scalars() const;
+  mutable std::vector<std::byte> fetched_;      // scalars()'s scratch: one fetch as read,
+  mutable std::vector<char> fetched_partial_;   // whether each value is a partial sum,
+  mutable std::vector<double> worker_sums_;     // and those summed over the workers
   // Copies the `index`-th batch of the step (rows of `row_bytes` each) from host memory to the
   // devices: each of its micro-batches, each program its rows of them.
   void write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes, int64_t index = 0) const;

@@ -33,7 +33,7 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
     throw ValueError("Model \"" + name() + "\": predict expected " + std::to_string(m.inputs.size()) + " x tensors (one per input), got " +
                      std::to_string(x_in.size()));
   const int64_t n = x_in[0].shape()[0];
-  // A placeholder target column keeps the dataset whole; the feeder does not stage it.
+  // An unused target column, as every Dataset has one; the feeder does not stage it.
   const Dataset data(check_inputs(x_in), {Tensor(Shape{n}, DType::I32)});
   data::Batcher batches(data, o.batch_size, false, 0);
   Feeder feeder(batches, false);
@@ -41,14 +41,8 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
   m.begin_steps();
   std::vector<Tensor> results;
   for (const Symbol& out : m.outputs) results.emplace_back(out.shape().without_batch().with_batch(n), out.dtype());
-  std::vector<CallbackPtr> callbacks = o.callbacks;
-  const int verbose = progress_verbosity(o.verbose, m.strategy.get());
-  if (verbose > 0) {
-    auto bar = std::make_shared<ProgbarLogger>(std::cout);
-    bar->set_test_steps(batches.num_batches());
-    callbacks.insert(callbacks.begin(), bar);
-  }
-  for (auto& c : callbacks) c->set_model(this), c->set_params({1, batches.num_batches(), verbose});
+  const std::vector<CallbackPtr> callbacks =
+      detail::loop_callbacks(o.callbacks, progress_verbosity(o.verbose, m.strategy.get()), batches.num_batches(), this);
   for (auto& c : callbacks) c->on_predict_begin({});
   int64_t done = 0;
   for (int64_t b = 0; b < batches.num_batches(); ++b) {

@@ -1,5 +1,6 @@
 // Builds the graph of one step (train, test or predict) for one global batch size, has the
 // strategy lower it to per-device programs and binds them to memory. Cached per batch size.
+#include <algorithm>
 #include <numeric>
 #include <unordered_map>
 
@@ -33,33 +34,33 @@ graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(
 }  // namespace
 
 std::vector<double> CompiledStep::scalars() const {
-  std::vector<Sums> fetches{loss};
-  fetches.insert(fetches.end(), metrics.begin(), metrics.end());
-  std::vector<double> values, partial, one;
-  std::vector<bool> is_partial;
-  for (const Sums& f : fetches) {
+  // The buffers below keep their capacity between steps, so a step allocates only the result.
+  std::vector<double> values;
+  fetched_partial_.clear();
+  auto read = [&](const Sums& f) {
     const compile::FetchSite& site = exe->plan().fetches[static_cast<std::size_t>(f.fetch)];
-    std::vector<double> s(static_cast<std::size_t>(f.count), 0.0);
+    const std::size_t at = values.size(), n = static_cast<std::size_t>(f.count), bytes = n * dtype_size(f.dtype);
+    values.resize(at + n, 0.0);
+    fetched_.resize(std::max(fetched_.size(), bytes));
     for (int p : site.programs) {
-      one.resize(s.size());
-      if (f.dtype == DType::F64) {
-        exe->copy_fetch(p, f.fetch, one.data(), one.size() * sizeof(double));
-      } else {
-        std::vector<float> v(s.size());
-        exe->copy_fetch(p, f.fetch, v.data(), v.size() * sizeof(float));
-        std::copy(v.begin(), v.end(), one.begin());
-      }
-      for (std::size_t i = 0; i < s.size(); ++i) s[i] += one[i];
+      exe->copy_fetch(p, f.fetch, fetched_.data(), bytes);
+      for (std::size_t i = 0; i < n; ++i)
+        values[at + i] += f.dtype == DType::F64 ? reinterpret_cast<const double*>(fetched_.data())[i]
+                                                : double(reinterpret_cast<const float*>(fetched_.data())[i]);
       if (!site.layout.is_partial()) break;  // every program holds all of it
     }
-    values.insert(values.end(), s.begin(), s.end());
-    is_partial.insert(is_partial.end(), s.size(), site.layout.is_partial());
-    if (site.layout.is_partial()) partial.insert(partial.end(), s.begin(), s.end());
-  }
+    fetched_partial_.insert(fetched_partial_.end(), n, site.layout.is_partial());
+  };
+  read(loss);
+  for (const Sums& f : metrics) read(f);
   if (strategy->workers() == 1) return values;
-  strategy->sum_over_workers(partial);  // one exchange for all of them
+  // Partial sums are summed over the workers too, in one exchange for all of them.
+  worker_sums_.clear();
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (fetched_partial_[i]) worker_sums_.push_back(values[i]);
+  strategy->sum_over_workers(worker_sums_);
   for (std::size_t i = 0, j = 0; i < values.size(); ++i)
-    if (is_partial[i]) values[i] = partial[j++];
+    if (fetched_partial_[i]) values[i] = worker_sums_[j++];
   return values;
 }
 
