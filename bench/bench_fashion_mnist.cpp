@@ -10,7 +10,9 @@
 // --model cnn trains the script's CNN (no dropout): Reshape to (28, 28, 1), Conv2D(32, 3, relu),
 // MaxPooling2D(2), Conv2D(64, 3, relu), MaxPooling2D(2), Flatten, Dense(128, relu), Dense(10).
 //
-// Usage: bench_fashion_mnist [--model mlp|cnn] [--batch-sizes 32,128,512] [--epochs-fraction F] [--json]
+// --device gpu:0 trains on a GPU (Default strategy on that device); the default is the CPU.
+//
+// Usage: bench_fashion_mnist [--model mlp|cnn] [--device cpu:0|gpu:N] [--batch-sizes 32,128,512] [--epochs-fraction F] [--json]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +35,7 @@ constexpr int64_t kWarmupSteps = 20;
 
 struct Args {
   std::string model = "mlp";
+  std::string device = "cpu:0";
   std::vector<int64_t> batch_sizes = {32, 128, 512};
   double epochs_fraction = 1.0;
   bool json = false;
@@ -41,7 +44,7 @@ struct Args {
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "bench_fashion_mnist: %s\n", message.c_str());
   std::fprintf(stderr,
-               "usage: bench_fashion_mnist [--model mlp|cnn] [--batch-sizes 32,128,512] "
+               "usage: bench_fashion_mnist [--model mlp|cnn] [--device cpu:0|gpu:N] [--batch-sizes 32,128,512] "
                "[--epochs-fraction F] [--json]\n");
   std::exit(2);
 }
@@ -85,6 +88,8 @@ Args parse_args(int argc, char** argv) {
       args.json = true;
     } else if (flag == "--model") {
       args.model = take_value();
+    } else if (flag == "--device") {
+      args.device = take_value();
     } else if (flag == "--batch-sizes") {
       args.batch_sizes = parse_batch_sizes(take_value());
     } else if (flag == "--epochs-fraction") {
@@ -121,11 +126,12 @@ std::vector<tandem::LayerRef> model_layers(const std::string& name) {
   return {tl::InputLayer({28, 28}), tl::Flatten(), tl::Dense(256, "relu"), tl::Dense(256, "relu"), tl::Dense(10)};
 }
 
-std::unique_ptr<tandem::Sequential> build_model(const std::string& name) {
+std::unique_ptr<tandem::Sequential> build_model(const std::string& name, const std::string& device) {
   auto model = std::make_unique<tandem::Sequential>(model_layers(name));
   // No metrics: the PyTorch side computes only the loss.
   model->compile({.optimizer = tandem::optimizers::Adam(1e-3),
-                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .strategy = tandem::distribute::Default(device)});
   return model;
 }
 
@@ -134,7 +140,7 @@ struct Measurement {
   double seconds = 0.0;
 };
 
-Measurement measure(const std::string& model_name, const tandem::Dataset& train, int64_t batch,
+Measurement measure(const std::string& model_name, const std::string& device, const tandem::Dataset& train, int64_t batch,
                     double epochs_fraction) {
   const int64_t full_batches = train.size() / batch;  // the last partial batch is dropped
   if (full_batches <= kWarmupSteps)
@@ -150,7 +156,7 @@ Measurement measure(const std::string& model_name, const tandem::Dataset& train,
   const tandem::Dataset timed = train.slice(warmup_rows, warmup_rows + timed_rows);
 
   tandem::set_random_seed(0);
-  auto model = build_model(model_name);
+  auto model = build_model(model_name, device);
 
   model->fit(warmup, {.epochs = 1, .batch_size = batch, .shuffle = true, .verbose = 0});
 
@@ -171,14 +177,14 @@ int main(int argc, char** argv) {
     if (train.size() > kEpochRows) train = train.slice(0, kEpochRows);
 
     for (const int64_t batch : args.batch_sizes) {
-      const Measurement m = measure(args.model, train, batch, args.epochs_fraction);
+      const Measurement m = measure(args.model, args.device, train, batch, args.epochs_fraction);
       const double rate = double(m.samples) / m.seconds;
       if (args.json) {
-        std::printf("{\"peer\":\"tandem\",\"model\":\"%s\",\"batch\":%lld,\"threads\":%u,\"samples_per_s\":%.1f}\n",
-                    args.model.c_str(), static_cast<long long>(batch), threads, rate);
+        std::printf("{\"peer\":\"tandem\",\"model\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"threads\":%u,\"samples_per_s\":%.1f}\n",
+                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate);
       } else {
-        std::printf("tandem %s batch=%-4lld threads=%u %10.0f samples/s  (%lld samples in %.3f s)\n",
-                    args.model.c_str(), static_cast<long long>(batch), threads, rate,
+        std::printf("tandem %s %s batch=%-4lld threads=%u %10.0f samples/s  (%lld samples in %.3f s)\n",
+                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate,
                     static_cast<long long>(m.samples), m.seconds);
       }
       std::fflush(stdout);

@@ -74,10 +74,10 @@ def build_model(name):
     raise ValueError(f"unknown model {name!r}")
 
 
-def measure(model_name, batch, images, labels, epochs_fraction):
+def measure(model_name, batch, images, labels, epochs_fraction, device):
     """Returns (timed_samples, seconds) for one batch size."""
     torch.manual_seed(0)
-    model = build_model(model_name)
+    model = build_model(model_name).to(device)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
@@ -90,7 +90,7 @@ def measure(model_name, batch, images, labels, epochs_fraction):
     timed_steps = int((full_batches - WARMUP_STEPS) * epochs_fraction)
     timed_steps = max(1, min(timed_steps, full_batches - WARMUP_STEPS))
 
-    perm = torch.randperm(n)
+    perm = torch.randperm(n).to(device)
 
     def step(i):
         idx = perm[i * batch:(i + 1) * batch]
@@ -108,7 +108,7 @@ def measure(model_name, batch, images, labels, epochs_fraction):
     t0 = time.perf_counter()
     for i in range(WARMUP_STEPS, WARMUP_STEPS + timed_steps):
         loss = step(i)
-    loss.item()  # make sure the last step has finished
+    loss.item()  # make sure the last step has finished (on a GPU too)
     elapsed = time.perf_counter() - t0
     return timed_steps * batch, elapsed
 
@@ -129,6 +129,8 @@ def main(argv=None):
                    help="passed to torch.set_num_threads")
     p.add_argument("--epochs-fraction", type=float, default=1.0,
                    help="fraction of the 60000-row epoch to time (0 < F <= 1)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu, or cuda for a GPU (the data then lives on the GPU)")
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     p.add_argument("--json", action="store_true",
                    help="print one JSON line per batch size")
@@ -145,23 +147,24 @@ def main(argv=None):
         os.path.join(args.data_dir, "train-images-idx3-ubyte.gz")))
     labels = torch.from_numpy(read_idx_labels(
         os.path.join(args.data_dir, "train-labels-idx1-ubyte.gz")))
-    images = images[:EPOCH_ROWS]
-    labels = labels[:EPOCH_ROWS]
+    images = images[:EPOCH_ROWS].to(args.device)
+    labels = labels[:EPOCH_ROWS].to(args.device)
 
     for batch in args.batch_sizes:
         samples, seconds = measure(args.model, batch, images, labels,
-                                   args.epochs_fraction)
+                                   args.epochs_fraction, args.device)
         rate = samples / seconds
         if args.json:
             print(json.dumps({
                 "peer": "pytorch",
                 "model": args.model,
+                "device": args.device,
                 "batch": batch,
                 "threads": args.threads,
                 "samples_per_s": round(rate, 1),
             }))
         else:
-            print(f"pytorch {args.model} batch={batch:<4d} threads={args.threads} "
+            print(f"pytorch {args.model} {args.device} batch={batch:<4d} threads={args.threads} "
                   f"{rate:10.0f} samples/s  ({samples} samples in {seconds:.3f} s)")
         sys.stdout.flush()
 

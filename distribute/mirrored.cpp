@@ -3,7 +3,7 @@
 // is still running (DDP's design); every device then applies the same update to its own copy of
 // the variables, so the copies stay equal without a broadcast per step.
 #include "compile/lower.h"
-#include "distribute/comm/inprocess.h"
+#include "distribute/comm/local.h"
 #include "distribute/strategy.h"
 #include "backend/device.h"
 #include "tandem/errors.h"
@@ -35,7 +35,7 @@ class MirroredStrategy : public Strategy {
   MirroredStrategy(const std::vector<std::string>& devices, MirroredOptions o) : devices_(distinct_devices("Mirrored", devices)), options_(o) {
     if (o.sync_every < 1) throw ValueError("Mirrored: sync_every must be >= 1, got " + std::to_string(o.sync_every));
     if (o.bucket_bytes < 1) throw ValueError("Mirrored: bucket_bytes must be >= 1, got " + std::to_string(o.bucket_bytes));
-    comm_ = std::make_shared<comm::InProcessCommunicator>(devices_);
+    comm_ = comm::local_communicator(devices_);
     comm_->set_timeout(std::chrono::milliseconds(o.timeout_ms));
   }
 
@@ -50,7 +50,7 @@ class MirroredStrategy : public Strategy {
  private:
   std::vector<std::string> devices_;
   MirroredOptions options_;
-  std::shared_ptr<comm::InProcessCommunicator> comm_;
+  std::shared_ptr<comm::Communicator> comm_;
 };
 }  // namespace
 

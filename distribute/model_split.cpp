@@ -6,7 +6,7 @@
 
 #include "backend/device.h"
 #include "compile/lower.h"
-#include "distribute/comm/inprocess.h"
+#include "distribute/comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
 #include "tandem/errors.h"
@@ -25,7 +25,7 @@ class ModelSplitStrategy : public Strategy {
   ModelSplitStrategy(const std::vector<std::string>& devices, ModelSplitOptions o)
       : devices_(distinct_devices("ModelSplit", devices)), options_(std::move(o)) {
     for (const auto& [layer, device] : options_.placement) index_of(device, layer);
-    comm_ = std::make_shared<comm::InProcessCommunicator>(devices_);
+    comm_ = comm::local_communicator(devices_);
     comm_->set_timeout(std::chrono::milliseconds(options_.timeout_ms));
   }
 
@@ -107,7 +107,7 @@ class ModelSplitStrategy : public Strategy {
 
   std::vector<std::string> devices_;
   ModelSplitOptions options_;
-  std::shared_ptr<comm::InProcessCommunicator> comm_;
+  std::shared_ptr<comm::Communicator> comm_;
 };
 }  // namespace
 

@@ -11,7 +11,7 @@
 
 #include "compile/lower.h"
 #include "compile/nest.h"
-#include "distribute/comm/inprocess.h"
+#include "distribute/comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
 #include "tandem/errors.h"
@@ -98,7 +98,7 @@ class ShardingStrategy : public Strategy {
           throw ValueError("ModelSplit: layout_map['" + pattern + "'] = " + str(layout) + " names mesh axis '" + axis +
                            "'; the mesh's axes are " + join(mesh_.axis_names));
     }
-    comm_ = std::make_shared<comm::InProcessCommunicator>(devices_);
+    comm_ = comm::local_communicator(devices_);
     comm_->set_timeout(std::chrono::milliseconds(options_.timeout_ms));
   }
 
@@ -211,7 +211,7 @@ class ShardingStrategy : public Strategy {
   int64_t rows_ = 1;          // devices along the batch axis when another axis splits the weights
   std::string weight_axis_;   // the mesh axis that splits the weights ("" if none)
   bool split_rows_ = false;   // one axis only, the batch axis: it splits the batch too
-  std::shared_ptr<comm::InProcessCommunicator> comm_;
+  std::shared_ptr<comm::Communicator> comm_;
   mutable std::once_flag warned_;
 };
 }  // namespace

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "compile/lower.h"
-#include "distribute/comm/inprocess.h"
+#include "distribute/comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
 #include "backend/device.h"
@@ -45,7 +45,7 @@ class PipelineStrategy : public Strategy {
     if (interleaved && options_.micro_batches % stages_ != 0)
       throw ValueError("Pipeline: the Interleaved schedule needs micro_batches to be a multiple of the " + std::to_string(stages_) +
                        " stages, got " + std::to_string(options_.micro_batches));
-    comm_ = std::make_shared<comm::InProcessCommunicator>(devices_);
+    comm_ = comm::local_communicator(devices_);
     comm_->set_timeout(std::chrono::milliseconds(options_.timeout_ms));
   }
 
@@ -165,7 +165,7 @@ class PipelineStrategy : public Strategy {
   int stages_ = 1;
   int replicas_ = 1;
   int chunks_ = 1;  // per device
-  std::shared_ptr<comm::InProcessCommunicator> comm_;
+  std::shared_ptr<comm::Communicator> comm_;
 };
 }  // namespace
 

@@ -1,12 +1,15 @@
 // Trains a small convolutional network on Fashion-MNIST and reports test accuracy.
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include <tandem/tandem.h>
 
 namespace tl = tandem::layers;
 
-int main() {
+// The first argument, if any, names the device to train on: "gpu:0" on a machine with a GPU.
+int main(int argc, char** argv) {
+  const std::string device = argc > 1 ? argv[1] : "cpu:0";
   tandem::set_random_seed(42);
   auto [train, test] = tandem::datasets::fashion_mnist();
 
@@ -17,7 +20,8 @@ int main() {
                             tl::Dense(128, "relu"), tl::Dropout(0.5), tl::Dense(10)});
   model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                 .metrics = {"accuracy"}});
+                 .metrics = {"accuracy"},
+                 .strategy = tandem::distribute::Default(device)});
   model.summary();
 
   const auto start = std::chrono::steady_clock::now();

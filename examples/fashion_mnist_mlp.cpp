@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace tl = tandem::layers;
 
@@ -15,7 +16,9 @@ uint64_t fingerprint(const std::vector<tandem::Tensor>& weights) {
   return h;
 }
 
-int main() {
+// The first argument, if any, names the device to train on: "gpu:0" on a machine with a GPU.
+int main(int argc, char** argv) {
+  const std::string device = argc > 1 ? argv[1] : "cpu:0";
   tandem::set_random_seed(42);
   auto [train, test] = tandem::datasets::fashion_mnist();
 
@@ -23,7 +26,8 @@ int main() {
                             tl::Dense(10)});
   model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                 .metrics = {"accuracy"}});
+                 .metrics = {"accuracy"},
+                 .strategy = tandem::distribute::Default(device)});
   model.summary();
 
   model.fit(train, {.epochs = 5, .batch_size = 128, .validation_data = test});

@@ -40,6 +40,8 @@ namespace ops = tandem::ops;
 constexpr double kStep = 1e-6;
 constexpr double kTolerance = 1e-6;
 constexpr double kFloor = 1e-8;
+// The same graph on a GPU against the CPU, in float64: the order of summation may differ.
+constexpr double kGpuTolerance = 1e-10;
 
 inline std::vector<int64_t> all_axes(int rank) {
   std::vector<int64_t> axes(static_cast<std::size_t>(rank));
@@ -151,6 +153,7 @@ class GradCheck {
       CHECK(worst / scale <= kTolerance);
       out.error.push_back(worst / scale);
     }
+    compare_on_gpu(plan, out.y, analytic);
     return out;
   }
 
@@ -170,16 +173,46 @@ class GradCheck {
     return v;
   }
 
+  // Through the device's copy: the same code feeds the CPU and a GPU.
   static void write(const tandem::runtime::Executable& exe, const Input& in) {
     void* p = exe.feed(0, in.name);
     if (!p) return;  // the step does not read it
+    std::vector<std::byte> bytes(in.x.size() * tandem::dtype_size(in.dtype));
     for (std::size_t i = 0; i < in.x.size(); ++i) {
       switch (in.dtype) {
-        case DType::F64: static_cast<double*>(p)[i] = in.x[i]; break;
-        case DType::I64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(in.x[i]); break;
-        case DType::I32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(in.x[i]); break;
+        case DType::F64: reinterpret_cast<double*>(bytes.data())[i] = in.x[i]; break;
+        case DType::I64: reinterpret_cast<int64_t*>(bytes.data())[i] = static_cast<int64_t>(in.x[i]); break;
+        case DType::I32: reinterpret_cast<int32_t*>(bytes.data())[i] = static_cast<int32_t>(in.x[i]); break;
         case DType::F32: FAIL("float32 inputs are not checked here"); break;
       }
+    }
+    exe.device(0).copy_in(p, bytes.data(), bytes.size());
+  }
+
+  // Where this machine has a GPU, the same plan runs on gpu:0 once: the op's output and every
+  // gradient must equal the CPU's (float64; only the order of summation may differ), so each
+  // gradient check also checks the op's CUDA kernels, forward and backward.
+  void compare_on_gpu(const std::shared_ptr<const tandem::compile::Plan>& plan, const std::vector<double>& y,
+                      const std::vector<std::vector<double>>& analytic) {
+    static const std::string missing = tandem::backend::unavailable_reason("gpu:0");
+    if (!missing.empty()) return;  // tests/test_cuda.cpp prints why
+    tandem::runtime::Executable gpu(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("gpu:0")},
+                                    [](int, int) -> void* { return nullptr; });
+    for (const Input& in : inputs_) write(gpu, in);
+    gpu.run();
+    auto near = [](const std::vector<double>& got, const std::vector<double>& want, const char* what) {
+      double worst = 0, scale = kFloor;
+      for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i])), scale = std::max(scale, std::abs(want[i]));
+      INFO("gpu:0 against the CPU, " << what << ": max difference " << worst << ", max |value| " << scale);
+      CHECK(worst / scale <= kGpuTolerance);
+    };
+    std::vector<double> got(y.size());
+    gpu.copy_fetch(0, 1, got.data(), got.size() * sizeof(double));
+    near(got, y, "the op's output");
+    for (std::size_t k = 0; k < analytic.size(); ++k) {
+      got.resize(analytic[k].size());
+      gpu.copy_fetch(0, static_cast<int>(k) + 2, got.data(), got.size() * sizeof(double));
+      near(got, analytic[k], "a gradient");
     }
   }
 

@@ -42,13 +42,32 @@ DeviceKindRegistration::DeviceKindRegistration(const char* kind, DeviceFactory f
 DeviceName parse_device(const std::string& device) {
   const auto colon = device.find(':');
   const std::string kind = device.substr(0, colon);
-  const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
-  const bool digits = !index.empty() && index.size() < 6 && index.find_first_not_of("0123456789") == std::string::npos;
+  std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
+  std::string logical;
+  if (const auto slash = index.find('/'); slash != std::string::npos && kind == "gpu") {
+    logical = index.substr(slash + 1);
+    index = index.substr(0, slash);
+  }
+  const auto is_number = [](const std::string& s) {
+    return !s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const bool digits = is_number(index) && (logical.empty() || is_number(logical));
+  const bool slash_ok = logical.empty() == (device.find('/') == std::string::npos);
   const bool known = device_kinds().find(kind) != nullptr;
   if (!known && kind == "gpu" && digits)
-    throw ValueError("device '" + device + "' is not available: this build of Tandem has no GPU backend; use \"cpu\" devices");
-  if (!known || !digits) throw ValueError("unknown device '" + device + "'; expected " + known_kinds() + " or \"gpu:N\"");
-  return {kind, std::stoi(index)};
+    throw ValueError("device '" + device + "' is not available: this build of Tandem has no GPU backend (it was built without CUDA); use \"cpu\" devices");
+  if (!known || !digits || !slash_ok)
+    throw ValueError("unknown device '" + device + "'; expected " + known_kinds() + " or \"gpu:N\" or \"gpu:N/L\" (logical GPU L of GPU N)");
+  return {kind, std::stoi(index), logical.empty() ? -1 : std::stoi(logical)};
+}
+
+std::string unavailable_reason(const std::string& name) {
+  try {
+    open_device(name);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
 }
 
 Device& open_device(const std::string& device, int threads) {

@@ -10,19 +10,38 @@
 #include <string>
 
 #include "backend/kernel_registry.h"
+#include "tandem/errors.h"
 
 namespace tandem::backend {
 
-// A parsed device name: "cpu" is {"cpu", 0}, "gpu:1" is {"gpu", 1}.
+// A parsed device name: "cpu" is {"cpu", 0}, "gpu:1" is {"gpu", 1}. "gpu:0/1" is logical GPU 1 of
+// physical GPU 0: a device of its own (memory, streams, worker) sharing one chip, so that every
+// multi-device strategy runs on a machine with one GPU.
 struct DeviceName {
   std::string kind;
   int index = 0;
-  std::string str() const { return kind + ":" + std::to_string(index); }
+  int logical = -1;  // -1: the whole device
+  std::string str() const {
+    std::string s = kind + ":" + std::to_string(index);
+    if (logical >= 0) s.append("/").append(std::to_string(logical));  // not "/" + ...: GCC 12's false -Wrestrict
+    return s;
+  }
 };
 
-// Parses "kind" or "kind:N" for a registered device kind; throws ValueError naming the string and
-// the kinds this build has (a "gpu" device in a build without a GPU backend says so).
+// Parses "kind", "kind:N" or, for GPUs, "gpu:N/L" for a registered device kind; throws ValueError
+// naming the string and the kinds this build has (a "gpu" device in a build without a GPU backend
+// says so).
 DeviceName parse_device(const std::string& name);
+
+// Raised when a device that this build knows cannot be opened on this machine: no driver, no such
+// GPU. Tests that need a GPU catch it and print its message as their reason to skip.
+class DeviceUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
+// Why `name` cannot be used here, or "" when it can (opening it once to find out).
+std::string unavailable_reason(const std::string& name);
 
 class Device;
 

@@ -35,6 +35,9 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int size() const = 0;
   virtual std::string name() const = 0;
+  // Whether the calls take GPU memory (NCCL) rather than host memory. A GPU's communication
+  // kernels hand a host communicator pinned host copies of their buffers.
+  virtual bool takes_device_memory() const { return false; }
 
   // In place: data becomes the sum (or mean) over ranks. dtype F32 or F64.
   virtual void all_reduce(int rank, void* data, std::size_t count, DType dtype, ReduceOp op, Wire wire = Wire::Native) = 0;

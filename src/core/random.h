@@ -1,24 +1,27 @@
 // Counter-based random numbers: a value depends only on (seed, counters), never on call order, so
-// results are the same however work is split across threads or devices.
+// results are the same however work is split across threads or devices, CPU or GPU (the GPU
+// kernels call the same functions).
 #pragma once
 
 #include <cstdint>
 
+#include "core/host_device.h"
+
 namespace tandem::rng {
 
-inline uint64_t mix(uint64_t x) {  // splitmix64 finaliser
+TANDEM_HD uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
 
-inline uint64_t hash(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
+TANDEM_HD uint64_t hash(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
   return mix(mix(mix(mix(seed) ^ a) ^ b) ^ c);
 }
 
 // Uniform in [0, 1) with 53 random bits.
-inline double uniform(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
+TANDEM_HD double uniform(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
   return static_cast<double>(hash(seed, a, b, c) >> 11) * 0x1.0p-53;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/elementwise_math.h"
 
 namespace tandem::backend::cpu {
 
@@ -20,8 +21,7 @@ KernelFn make_causal_mask(const KernelInit& k) {
   return [=] {
     ctx->parallel_for(rows, kElementwiseGrain / (cols + 1) + 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        // Keys [0, visible) are seen by query i = r mod T.
-        const int64_t visible = std::clamp<int64_t>(r % t + offset + 1, 0, cols);
+        const int64_t visible = causal_visible_keys(r, t, offset, cols);
         const T* src = x + r * cols;
         T* dst = y + r * cols;
         std::copy(src, src + visible, dst);

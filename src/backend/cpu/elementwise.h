@@ -3,7 +3,7 @@
 #pragma once
 
 #include "backend/cpu/kernel_util.h"
-#include "backend/cpu/strided.h"
+#include "backend/strided.h"
 
 namespace tandem::backend::cpu {
 

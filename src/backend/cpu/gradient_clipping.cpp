@@ -1,8 +1,7 @@
-// clip_by_value and scale_by_norm over contiguous buffers.
-#include <algorithm>
-#include <cmath>
-
+// clip_by_value and scale_by_norm over contiguous buffers; the clip and the factor are in
+// backend/elementwise_math.h, shared with the CUDA kernels.
 #include "backend/cpu/kernel_util.h"
+#include "backend/elementwise_math.h"
 
 namespace tandem::backend::cpu {
 
@@ -16,7 +15,7 @@ KernelFn make_clip_by_value(const KernelInit& k) {
   const int64_t n = numel(k.out_type());
   return [=] {
     ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) y[i] = std::min(std::max(x[i], -limit), limit);
+      for (int64_t i = b; i < e; ++i) y[i] = clip_to_limit(x[i], limit);
     });
   };
 }
@@ -30,7 +29,7 @@ KernelFn make_scale_by_norm(const KernelInit& k) {
   Context* ctx = &context(k);
   const int64_t n = numel(k.out_type());
   return [=] {
-    const T factor = limit / std::max(std::sqrt(*sum_of_squares), limit);
+    const T factor = norm_clip_factor(*sum_of_squares, limit);
     ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) y[i] = x[i] * factor; });
   };
 }

@@ -4,34 +4,15 @@
 #include <cmath>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/loss_math.h"
 
 namespace tandem::backend::cpu {
 
 namespace {
-constexpr double kEpsilon = 1e-7;  // Keras's backend epsilon, used for clipping probabilities
-
-// Target probability of class j in row r: one-hot of an integer label, or the dense target.
-template <class T>
-struct Target {
-  const void* data;
-  DType dtype;
-  bool sparse;
-  int64_t classes;
-  T at(int64_t r, int64_t j) const {
-    if (!sparse) return static_cast<const T*>(data)[r * classes + j];
-    const int64_t label = dtype == DType::I32 ? static_cast<const int32_t*>(data)[r] : static_cast<const int64_t*>(data)[r];
-    return label == j ? T(1) : T(0);
-  }
-};
-
-// For probabilities: p_j = clip(pred_j / Σ pred, ε, 1 − ε). Returns Σ pred.
-template <class T>
-T normalise_clip(const T* pred, int64_t c, T* q) {
-  T s = 0;
-  for (int64_t j = 0; j < c; ++j) s += pred[j];
-  for (int64_t j = 0; j < c; ++j) q[j] = std::clamp(pred[j] / s, T(kEpsilon), T(1 - kEpsilon));
-  return s;
-}
+using loss::Absolute;
+using loss::Bce;
+using loss::Squared;
+using loss::Target;
 
 template <class T>
 struct CeSetup {
@@ -63,12 +44,11 @@ KernelFn make_cross_entropy(const KernelInit& k) {
           T mx = *std::max_element(z, z + s.classes), sum = 0;
           for (int64_t j = 0; j < s.classes; ++j) sum += std::exp(z[j] - mx);
           const T lse = mx + std::log(sum);
-          for (int64_t j = 0; j < s.classes; ++j) l -= s.target.at(r, j) * (z[j] - lse);
+          for (int64_t j = 0; j < s.classes; ++j) l -= loss::ce_logit_term(s.target.at(r, j), z[j], lse);
         } else {
           T total = 0;
           for (int64_t j = 0; j < s.classes; ++j) total += z[j];
-          for (int64_t j = 0; j < s.classes; ++j)
-            l -= s.target.at(r, j) * std::log(std::clamp(z[j] / total, T(kEpsilon), T(1 - kEpsilon)));
+          for (int64_t j = 0; j < s.classes; ++j) l -= loss::ce_probability_term(s.target.at(r, j), z[j], total);
         }
         loss[r] = l;
       }
@@ -93,13 +73,13 @@ KernelFn make_cross_entropy_grad(const KernelInit& k) {
         if (s.logits) {
           T mx = *std::max_element(z, z + s.classes), sum = 0, tsum = 0;
           for (int64_t j = 0; j < s.classes; ++j) sum += std::exp(z[j] - mx), tsum += s.target.at(r, j);
-          for (int64_t j = 0; j < s.classes; ++j) d[j] = dy[r] * (tsum * std::exp(z[j] - mx) / sum - s.target.at(r, j));
+          for (int64_t j = 0; j < s.classes; ++j) d[j] = loss::ce_logit_grad(dy[r], s.target.at(r, j), tsum, z[j], mx, sum);
         } else {
           T total = 0, gp = 0;
           for (int64_t j = 0; j < s.classes; ++j) total += z[j];
           for (int64_t j = 0; j < s.classes; ++j) {
             const T p = z[j] / total;
-            d[j] = (p > T(kEpsilon) && p < T(1 - kEpsilon)) ? -s.target.at(r, j) / p : T(0);
+            d[j] = loss::ce_probability_grad(s.target.at(r, j), p);
             gp += d[j] * p;
           }
           for (int64_t j = 0; j < s.classes; ++j) d[j] = dy[r] * (d[j] - gp) / total;
@@ -108,36 +88,6 @@ KernelFn make_cross_entropy_grad(const KernelInit& k) {
     });
   };
 }
-
-// Elementwise losses averaged over the last axis: loss(p, t) and its derivatives.
-struct Bce {
-  bool logits;
-  template <class T> T loss(T p, T t) const {
-    if (logits) return std::max(p, T(0)) - p * t + std::log1p(std::exp(-std::abs(p)));
-    p = std::clamp(p, T(kEpsilon), T(1 - kEpsilon));
-    return -(t * std::log(p) + (T(1) - t) * std::log(T(1) - p));
-  }
-  template <class T> T d_pred(T p, T t) const {
-    if (logits) return T(1) / (T(1) + std::exp(-p)) - t;
-    if (p <= T(kEpsilon) || p >= T(1 - kEpsilon)) return T(0);
-    return -t / p + (T(1) - t) / (T(1) - p);
-  }
-  template <class T> T d_target(T p, T) const {
-    if (logits) return -p;
-    p = std::clamp(p, T(kEpsilon), T(1 - kEpsilon));
-    return -std::log(p) + std::log(T(1) - p);
-  }
-};
-struct Squared {
-  template <class T> T loss(T p, T t) const { return (p - t) * (p - t); }
-  template <class T> T d_pred(T p, T t) const { return T(2) * (p - t); }
-  template <class T> T d_target(T p, T t) const { return T(2) * (t - p); }
-};
-struct Absolute {
-  template <class T> T loss(T p, T t) const { return std::abs(p - t); }
-  template <class T> T d_pred(T p, T t) const { return p > t ? T(1) : p < t ? T(-1) : T(0); }
-  template <class T> T d_target(T p, T t) const { return -d_pred(p, t); }
-};
 
 template <class T, class L>
 KernelFn rowwise_loss(const KernelInit& k, L l) {

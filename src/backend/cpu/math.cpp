@@ -1,33 +1,28 @@
-// Elementwise math, comparisons, maximum/minimum, select and one_hot. NaN propagates through
-// maximum and minimum as in PyTorch and NumPy.
-#include <cmath>
+// Elementwise math, comparisons, maximum/minimum, select and one_hot. The per-element math is in
+// backend/elementwise_math.h, shared with the CUDA kernels.
+#include <algorithm>
 
 #include "backend/cpu/elementwise.h"
+#include "backend/elementwise_math.h"
 
 namespace tandem::backend::cpu {
 
 namespace {
-template <class T> KernelFn make_exp(const KernelInit& k) { return map1<T>(k, [](T x) { return std::exp(x); }); }
-template <class T> KernelFn make_log(const KernelInit& k) { return map1<T>(k, [](T x) { return std::log(x); }); }
-template <class T> KernelFn make_sqrt(const KernelInit& k) { return map1<T>(k, [](T x) { return std::sqrt(x); }); }
-template <class T> KernelFn make_square(const KernelInit& k) { return map1<T>(k, [](T x) { return x * x; }); }
-template <class T> KernelFn make_abs(const KernelInit& k) { return map1<T>(k, [](T x) { return std::abs(x); }); }
-template <class T> KernelFn make_sign(const KernelInit& k) {
-  return map1<T>(k, [](T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; });  // keeps 0 and NaN
-}
+template <class T> KernelFn make_exp(const KernelInit& k) { return map1<T>(k, Exp{}); }
+template <class T> KernelFn make_log(const KernelInit& k) { return map1<T>(k, Log{}); }
+template <class T> KernelFn make_sqrt(const KernelInit& k) { return map1<T>(k, Sqrt{}); }
+template <class T> KernelFn make_square(const KernelInit& k) { return map1<T>(k, Square{}); }
+template <class T> KernelFn make_abs(const KernelInit& k) { return map1<T>(k, Abs{}); }
+template <class T> KernelFn make_sign(const KernelInit& k) { return map1<T>(k, Sign{}); }
 
-template <class T> KernelFn make_greater(const KernelInit& k) { return broadcast2<T>(k, [](T a, T b) { return T(a > b); }); }
-template <class T> KernelFn make_greater_equal(const KernelInit& k) { return broadcast2<T>(k, [](T a, T b) { return T(a >= b); }); }
-template <class T> KernelFn make_less(const KernelInit& k) { return broadcast2<T>(k, [](T a, T b) { return T(a < b); }); }
-template <class T> KernelFn make_less_equal(const KernelInit& k) { return broadcast2<T>(k, [](T a, T b) { return T(a <= b); }); }
-template <class T> KernelFn make_equal_to(const KernelInit& k) { return broadcast2<T>(k, [](T a, T b) { return T(a == b); }); }
-template <class T> KernelFn make_not_equal(const KernelInit& k) { return broadcast2<T>(k, [](T a, T b) { return T(a != b); }); }
-template <class T> KernelFn make_maximum(const KernelInit& k) {
-  return broadcast2<T>(k, [](T a, T b) { return a != a || a > b ? a : b; });
-}
-template <class T> KernelFn make_minimum(const KernelInit& k) {
-  return broadcast2<T>(k, [](T a, T b) { return a != a || a < b ? a : b; });
-}
+template <class T> KernelFn make_greater(const KernelInit& k) { return broadcast2<T>(k, Greater{}); }
+template <class T> KernelFn make_greater_equal(const KernelInit& k) { return broadcast2<T>(k, GreaterEqual{}); }
+template <class T> KernelFn make_less(const KernelInit& k) { return broadcast2<T>(k, Less{}); }
+template <class T> KernelFn make_less_equal(const KernelInit& k) { return broadcast2<T>(k, LessEqual{}); }
+template <class T> KernelFn make_equal_to(const KernelInit& k) { return broadcast2<T>(k, EqualTo{}); }
+template <class T> KernelFn make_not_equal(const KernelInit& k) { return broadcast2<T>(k, NotEqual{}); }
+template <class T> KernelFn make_maximum(const KernelInit& k) { return broadcast2<T>(k, Maximum{}); }
+template <class T> KernelFn make_minimum(const KernelInit& k) { return broadcast2<T>(k, Minimum{}); }
 
 template <class T>
 KernelFn make_select(const KernelInit& k) {

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/loss_math.h"
 
 namespace tandem::backend::cpu {
 
@@ -14,14 +15,9 @@ KernelFn make_confusion_counts(const KernelInit& k) {
   const T* t = in<T>(k, 1);
   T* y = out<T>(k);
   const int64_t n = numel(k.in_types[0]), thresholds = k.node.attrs.i("num_thresholds");
+  const double single = thresholds == 1 ? k.node.attrs.f("threshold") : 0.0;
   auto cut = std::make_shared<std::vector<T>>();  // built once, when the kernel is made
-  if (thresholds == 1) {
-    cut->push_back(static_cast<T>(k.node.attrs.f("threshold")));
-  } else {
-    cut->push_back(static_cast<T>(0.0 - 1e-7));
-    for (int64_t i = 1; i + 1 < thresholds; ++i) cut->push_back(static_cast<T>(double(i) / double(thresholds - 1)));
-    cut->push_back(static_cast<T>(1.0 + 1e-7));
-  }
+  for (int64_t i = 0; i < thresholds; ++i) cut->push_back(loss::confusion_threshold<T>(i, thresholds, single));
   return [=] {
     std::fill(y, y + 2 * thresholds + 2, T(0));
     for (int64_t e = 0; e < n; ++e) {

@@ -1,6 +1,8 @@
 // assign_moving_average: variable = variable·momentum + value·(1 − momentum), in place, computed in
-// the variable's dtype like Keras's BatchNormalization does.
+// the variable's dtype like Keras's BatchNormalization does (backend/elementwise_math.h, shared
+// with the CUDA kernel).
 #include "backend/cpu/kernel_util.h"
+#include "backend/elementwise_math.h"
 
 namespace tandem::backend::cpu {
 
@@ -13,7 +15,7 @@ KernelFn make_assign_moving_average(const KernelInit& k) {
   const double momentum = k.node.attrs.f("momentum");
   const T keep = T(momentum), take = T(1.0 - momentum);
   return [=] {
-    for (int64_t i = 0; i < n; ++i) variable[i] = variable[i] * keep + value[i] * take;
+    for (int64_t i = 0; i < n; ++i) variable[i] = moving_average(variable[i], value[i], keep, take);
   };
 }
 }  // namespace

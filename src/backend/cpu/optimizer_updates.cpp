@@ -1,11 +1,13 @@
-// Fused optimizer updates with Keras 3's formulas (see src/optimizers for the math in words).
-#include <cmath>
-
+// Fused optimizer updates with Keras 3's formulas (see src/optimizers for the math in words); the
+// per-element math and per-step coefficients are backend/optimizer_math.h's, shared with CUDA.
 #include "backend/cpu/kernel_util.h"
+#include "backend/optimizer_math.h"
 
 namespace tandem::backend::cpu {
 
 namespace {
+using namespace optimizer_math;
+
 template <class T>
 struct UpdateArgs {
   T* w;
@@ -20,7 +22,7 @@ struct UpdateArgs {
   void decay(T rate) const {
     if (weight_decay == T(0)) return;
     const T d = rate * weight_decay;
-    for (int64_t i = 0; i < n; ++i) w[i] -= w[i] * d;
+    for (int64_t i = 0; i < n; ++i) decay_weight(w[i], d);
   }
 };
 
@@ -34,13 +36,10 @@ KernelFn make_sgd(const KernelInit& k) {
     const T lr = static_cast<T>(*a.lr);
     a.decay(lr);
     if (!v) {
-      for (int64_t i = 0; i < a.n; ++i) a.w[i] -= lr * a.g[i];
+      for (int64_t i = 0; i < a.n; ++i) sgd_step(a.w[i], a.g[i], lr);
       return;
     }
-    for (int64_t i = 0; i < a.n; ++i) {
-      v[i] = momentum * v[i] - lr * a.g[i];
-      a.w[i] += nesterov ? momentum * v[i] - lr * a.g[i] : v[i];
-    }
+    for (int64_t i = 0; i < a.n; ++i) sgd_momentum_step(a.w[i], v[i], a.g[i], lr, momentum, nesterov);
   };
 }
 
@@ -55,26 +54,18 @@ KernelFn make_adam(const KernelInit& k) {
   const T wd = static_cast<T>(k.node.attrs.f("weight_decay", 0.0));
   Context* ctx = &context(k);
   return [=] {
-    const double t = static_cast<double>(*iteration + 1);
-    const double lr = *a.lr;
-    const T alpha = static_cast<T>(lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t)));
-    const T decay = static_cast<T>(lr) * wd;
-    const T c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
+    const AdamCoefficients<T> c = adam_coefficients(*a.lr, *iteration, b1, b2, wd);
     ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
       // Distinct buffers (restrict) and constants copied into locals: captured by reference,
       // GCC reloads them every element and leaves the loop scalar.
-      const T k_alpha = alpha, k_c1 = c1, k_c2 = c2, k_eps = eps, k_decay = decay;
+      const T k_alpha = c.alpha, k_c1 = c.c1, k_c2 = c.c2, k_eps = eps, k_decay = c.decay;
       T* __restrict w = a.w;
       const T* __restrict g = a.g;
       T* __restrict mm = m;
       T* __restrict vv = v;
       if (wd != T(0))  // AdamW: decoupled decay before the step
-        for (int64_t i = s; i < e; ++i) w[i] -= w[i] * k_decay;
-      for (int64_t i = s; i < e; ++i) {
-        mm[i] += (g[i] - mm[i]) * k_c1;
-        vv[i] += (g[i] * g[i] - vv[i]) * k_c2;
-        w[i] -= k_alpha * mm[i] / (std::sqrt(vv[i]) + k_eps);
-      }
+        for (int64_t i = s; i < e; ++i) decay_weight(w[i], k_decay);
+      for (int64_t i = s; i < e; ++i) adam_step(w[i], mm[i], vv[i], g[i], k_alpha, k_c1, k_c2, k_eps);
     });
   };
 }
@@ -90,14 +81,9 @@ KernelFn make_rmsprop(const KernelInit& k) {
     const T lr = static_cast<T>(*a.lr);
     a.decay(lr);
     for (int64_t i = 0; i < a.n; ++i) {
-      ms[i] = rho * ms[i] + (T(1) - rho) * a.g[i] * a.g[i];
-      const T inc = lr * a.g[i] / std::sqrt(ms[i] + eps);
-      if (mom) {
-        mom[i] = momentum * mom[i] + inc;
-        a.w[i] -= mom[i];
-      } else {
-        a.w[i] -= inc;
-      }
+      const T inc = rmsprop_increment(ms[i], a.g[i], lr, rho, eps);
+      if (mom) rmsprop_momentum(a.w[i], mom[i], inc, momentum);
+      else a.w[i] -= inc;
     }
   };
 }
@@ -110,15 +96,9 @@ KernelFn make_adagrad(const KernelInit& k) {
   return [=] {
     const T lr = static_cast<T>(*a.lr);
     a.decay(lr);
-    for (int64_t i = 0; i < a.n; ++i) {
-      acc[i] += a.g[i] * a.g[i];
-      a.w[i] -= lr * a.g[i] / std::sqrt(acc[i] + eps);
-    }
+    for (int64_t i = 0; i < a.n; ++i) adagrad_step(a.w[i], acc[i], a.g[i], lr, eps);
   };
 }
-
-// Nadam's momentum schedule: μₜ = β₁(1 − ½·0.96ᵗ).
-double nadam_mu(double beta_1, double t) { return beta_1 * (1 - 0.5 * std::pow(0.96, t)); }
 
 template <class T>
 KernelFn make_nadam(const KernelInit& k) {
@@ -131,27 +111,16 @@ KernelFn make_nadam(const KernelInit& k) {
   const T eps = static_cast<T>(k.node.attrs.f("epsilon"));
   Context* ctx = &context(k);
   return [=] {
-    const double t = static_cast<double>(*iteration + 1);
-    const double mu = nadam_mu(b1, t), mu_next = nadam_mu(b1, t + 1);
-    // Rounded as nadam_u_product_update stores it, so this step sees the value Keras would.
-    const double prod = static_cast<T>(*u_product * mu), prod_next = prod * mu_next;
-    const T c_m = static_cast<T>(mu_next / (1 - prod_next)), c_g = static_cast<T>((1 - mu) / (1 - prod));
-    const T c_v = static_cast<T>(1 / (1 - std::pow(b2, t)));
-    const T lr = static_cast<T>(*a.lr), c1 = static_cast<T>(1 - b1), c2 = static_cast<T>(1 - b2);
-    a.decay(lr);
+    const NadamCoefficients<T> c = nadam_coefficients(*a.lr, *iteration, *u_product, b1, b2);
+    a.decay(c.lr);
     ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
       // Locals and restrict, as in make_adam, so that GCC vectorises the loop.
-      const T k_cm = c_m, k_cg = c_g, k_cv = c_v, k_lr = lr, k_c1 = c1, k_c2 = c2, k_eps = eps;
+      const T k_cm = c.c_m, k_cg = c.c_g, k_cv = c.c_v, k_lr = c.lr, k_c1 = c.c1, k_c2 = c.c2, k_eps = eps;
       T* __restrict w = a.w;
       const T* __restrict g = a.g;
       T* __restrict mm = m;
       T* __restrict vv = v;
-      for (int64_t i = s; i < e; ++i) {
-        mm[i] += (g[i] - mm[i]) * k_c1;
-        vv[i] += (g[i] * g[i] - vv[i]) * k_c2;
-        const T m_hat = k_cm * mm[i] + k_cg * g[i];
-        w[i] -= k_lr * m_hat / (std::sqrt(vv[i] * k_cv) + k_eps);
-      }
+      for (int64_t i = s; i < e; ++i) nadam_step(w[i], mm[i], vv[i], g[i], k_cm, k_cg, k_cv, k_lr, k_c1, k_c2, k_eps);
     });
   };
 }
@@ -161,7 +130,7 @@ KernelFn make_nadam_u_product(const KernelInit& k) {
   T* u_product = static_cast<T*>(k.in[0]);
   const int64_t* iteration = in<int64_t>(k, 1);
   const double b1 = k.node.attrs.f("beta_1");
-  return [=] { *u_product = static_cast<T>(*u_product * nadam_mu(b1, static_cast<double>(*iteration + 1))); };
+  return [=] { *u_product = nadam_next_u_product(*u_product, *iteration, b1); };
 }
 
 template <class T>
@@ -172,11 +141,7 @@ KernelFn make_lion(const KernelInit& k) {
   return [=] {
     const T lr = static_cast<T>(*a.lr);
     a.decay(lr);
-    for (int64_t i = 0; i < a.n; ++i) {
-      const T c = b1 * m[i] + (T(1) - b1) * a.g[i];
-      a.w[i] -= lr * static_cast<T>((c > 0) - (c < 0));  // sign, 0 at 0
-      m[i] = b2 * m[i] + (T(1) - b2) * a.g[i];
-    }
+    for (int64_t i = 0; i < a.n; ++i) lion_step(a.w[i], m[i], a.g[i], lr, b1, b2);
   };
 }
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "backend/cpu/kernel_util.h"
-#include "backend/cpu/strided.h"
+#include "backend/strided.h"
 #include "ops/ops.h"
 
 namespace tandem::backend::cpu {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/strided.h"
 
 namespace tandem::backend::cpu {
 
@@ -12,25 +13,10 @@ template <class E>  // an unsigned integer of the element's size: the copy moves
 KernelFn make_transpose(const KernelInit& k) {
   const Shape& is = k.in_types[0].shape;
   const std::vector<int64_t> perm = k.node.attrs.ints("perm");
-  const int r = is.rank();
   if (numel(k.in_types[0]) == 0) return {};
-  std::vector<int64_t> in_stride(static_cast<std::size_t>(r), 1);
-  for (int i = r - 2; i >= 0; --i) in_stride[static_cast<std::size_t>(i)] = in_stride[static_cast<std::size_t>(i + 1)] * is[i + 1];
-  // Output axes in order, each with the input stride it walks; merge runs that are contiguous.
-  std::vector<int64_t> dims, strides;
-  for (int i = 0; i < r; ++i) {
-    const int p = static_cast<int>(perm[static_cast<std::size_t>(i)]);
-    if (is[p] == 1) continue;
-    const int64_t st = in_stride[static_cast<std::size_t>(p)];
-    if (!dims.empty() && strides.back() == st * is[p]) {
-      dims.back() *= is[p];
-      strides.back() = st;
-    } else {
-      dims.push_back(is[p]);
-      strides.push_back(st);
-    }
-  }
-  if (dims.empty()) dims = {1}, strides = {1};
+  const TransposePlan plan(is, perm);
+  const std::vector<int64_t>& dims = plan.dims;
+  const std::vector<int64_t>& strides = plan.strides;
   const int64_t inner = dims.back(), inner_stride = strides.back();
   const int64_t rows = numel(k.in_types[0]) / inner;
   const E* x = static_cast<const E*>(k.in[0]);

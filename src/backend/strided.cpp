@@ -1,10 +1,10 @@
-#include "backend/cpu/strided.h"
+#include "backend/strided.h"
 
 #include <algorithm>
 
 #include "tandem/errors.h"
 
-namespace tandem::backend::cpu {
+namespace tandem::backend {
 
 namespace {
 // Row-major strides of `dims`, with 0 where `varies` is false.
@@ -58,4 +58,23 @@ ReducePlan::ReducePlan(const Shape& in, const std::vector<int64_t>& axes) {
   out_strides = strides_of(dims, kept);
 }
 
-}  // namespace tandem::backend::cpu
+TransposePlan::TransposePlan(const Shape& is, const std::vector<int64_t>& perm) {
+  const int r = is.rank();
+  std::vector<int64_t> in_stride(static_cast<std::size_t>(r), 1);
+  for (int i = r - 2; i >= 0; --i) in_stride[static_cast<std::size_t>(i)] = in_stride[static_cast<std::size_t>(i + 1)] * is[i + 1];
+  for (int i = 0; i < r; ++i) {
+    const int p = static_cast<int>(perm[static_cast<std::size_t>(i)]);
+    if (is[p] == 1) continue;
+    const int64_t st = in_stride[static_cast<std::size_t>(p)];
+    if (!dims.empty() && strides.back() == st * is[p]) {
+      dims.back() *= is[p];
+      strides.back() = st;
+    } else {
+      dims.push_back(is[p]);
+      strides.push_back(st);
+    }
+  }
+  if (dims.empty()) dims = {1}, strides = {1};
+}
+
+}  // namespace tandem::backend

@@ -1,5 +1,6 @@
-// Index plans for broadcasting and reductions. Adjacent axes that behave alike are merged first,
-// so common cases ((N,D)+(D), column sums) become one or two flat loops.
+// Index plans for broadcasting and reductions, shared by the backends (the CUDA kernels copy a
+// plan's merged dims and strides into their launch arguments). Adjacent axes that behave alike are
+// merged first, so common cases ((N,D)+(D), column sums) become one or two flat loops.
 #pragma once
 
 #include <array>
@@ -8,7 +9,7 @@
 
 #include "tandem/tensor.h"
 
-namespace tandem::backend::cpu {
+namespace tandem::backend {
 
 constexpr int kMaxRank = 8;  // after merging axes
 
@@ -28,6 +29,14 @@ struct ReducePlan {
   ReducePlan(const Shape& in, const std::vector<int64_t>& axes);
   template <class F>
   void run(F&& f) const;  // f(in_index, out_index) over all input elements, in order
+};
+
+// A transpose as the output's axes in order, each with the input stride it walks: axes of size 1
+// dropped and runs that are contiguous in the input merged (at least one axis remains), so
+// (B,T,N,H) -> (B,N,T,H) walks contiguous H-runs.
+struct TransposePlan {
+  std::vector<int64_t> dims, strides;
+  TransposePlan(const Shape& in, const std::vector<int64_t>& perm);
 };
 
 template <class F>
@@ -70,4 +79,4 @@ void ReducePlan::run(F&& f) const {
   }
 }
 
-}  // namespace tandem::backend::cpu
+}  // namespace tandem::backend

@@ -1,0 +1,34 @@
+// The CUDA implementation of backend::Device: "gpu:N" is physical GPU N, "gpu:N/L" logical GPU L
+// on it (its own memory, streams and worker; the chip is shared). Opening one on a machine without
+// a usable GPU raises DeviceUnavailable with the CUDA runtime's reason.
+#pragma once
+
+#include "backend/cuda/context.h"
+#include "backend/device.h"
+
+namespace tandem::backend::cuda {
+
+class CudaDevice : public Device {
+ public:
+  explicit CudaDevice(const DeviceName& name);
+  ~CudaDevice() override;
+  DeviceKind kernel_kind() const override { return DeviceKind::Cuda; }
+  DeviceBuffer allocate(std::size_t bytes) override;
+  void copy_in(void* device_dst, const void* host_src, std::size_t bytes) override;
+  void copy_out(void* host_dst, const void* device_src, std::size_t bytes) override;
+  void* kernel_context() override { return &context_; }
+  void setup_worker_thread() override;
+  void synchronize() override;
+
+ protected:
+  void release(std::byte* data, std::size_t bytes) override;
+
+ private:
+  Context context_;
+  Faults faults_;
+};
+
+// The number of usable GPUs; throws DeviceUnavailable with the runtime's reason when there are none.
+int usable_gpus();
+
+}  // namespace tandem::backend::cuda

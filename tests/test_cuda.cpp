@@ -1,0 +1,231 @@
+// The CUDA backend. Without a usable GPU (the CUDA runtime reports no device or no driver) the
+// tests that train on one print why and skip; the rest check what a machine without a GPU can:
+// every op with a CPU kernel has a CUDA kernel for the same dtypes, device names, and the error a
+// missing GPU raises. On a GPU, models train on gpu:0 and on the CPU from the same seed and must
+// end at the same weights: float64 within 1e-10 (a different summation order is all that differs),
+// float32 within 1e-5; the strategies over two logical GPUs of one chip equal Default on gpu:0.
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
+
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "backend/device.h"
+#include "backend/kernel_registry.h"
+#include "tests/strategy_helpers.h"
+
+namespace tl = tandem::layers;
+namespace dist = tandem::distribute;
+using tandem::DType;
+using tandem::Tensor;
+
+namespace {
+
+const std::string& gpu_missing() {
+  static const std::string why = tandem::backend::unavailable_reason("gpu:0");
+  return why;
+}
+
+// True (after printing the reason) when this machine cannot run the test.
+bool skip_without_gpu() {
+  if (gpu_missing().empty()) return false;
+  MESSAGE("skipped: " << gpu_missing());
+  return true;
+}
+
+// Rows of `features` normal values, class r mod 3 shifted apart, in float32 or float64.
+std::pair<Tensor, Tensor> classes(int64_t rows, int64_t features, DType dtype, uint64_t seed = 3) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> normal;
+  std::vector<double> x(static_cast<std::size_t>(rows * features));
+  std::vector<int32_t> y(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(r % 3);
+    for (int64_t f = 0; f < features; ++f) x[static_cast<std::size_t>(r * features + f)] = normal(gen) + (f % 3 == r % 3 ? 1.5 : 0.0);
+  }
+  Tensor xt = Tensor::from({rows, features}, std::span<const double>(x));
+  if (dtype == DType::F32) xt = xt.cast(DType::F32);
+  return {xt, Tensor::from({rows}, std::span<const int32_t>(y))};
+}
+
+struct Trained {
+  std::vector<Tensor> weights;
+  std::map<std::string, std::vector<double>> history;
+  Tensor predictions;
+};
+
+// An MLP with dropout, trained for one epoch of 5 steps: three classes, or class 0 against the
+// rest with a sigmoid head (`binary`).
+Trained train_mlp(const std::string& device, DType dtype, tandem::OptimizerPtr optimizer, std::vector<std::string> metrics = {"accuracy"},
+                  bool binary = false) {
+  auto [x, y] = classes(160, 12, dtype);
+  if (binary) {
+    std::vector<double> is_zero(static_cast<std::size_t>(y.size()));
+    for (int64_t r = 0; r < y.size(); ++r) is_zero[static_cast<std::size_t>(r)] = y.item(r) == 0 ? 1.0 : 0.0;
+    y = Tensor::from({y.size(), 1}, std::span<const double>(is_zero)).cast(dtype);
+  }
+  tandem::set_random_seed(4);
+  auto in = tandem::Input({12}, dtype);
+  auto h = tl::Dense(24, "relu")(in);
+  h = tl::Dropout(0.2)(h);
+  h = tl::Dense(16, "tanh")(h);
+  tandem::Model model(in, binary ? tl::Dense(1, "sigmoid")(h) : tl::Dense(3, "softmax")(h));
+  model.compile({.optimizer = optimizer, .loss = binary ? "binary_crossentropy" : "sparse_categorical_crossentropy", .metrics = metrics,
+                 .strategy = dist::Default(device)});
+  const tandem::History h1 = model.fit(x, y, {.epochs = 1, .batch_size = 32, .verbose = 0});
+  return {model.get_weights(), h1.history, model.predict(x, {.verbose = 0})};
+}
+
+// A small CNN: convolution, batch normalisation, both poolings, padding "same", dense head.
+Trained train_cnn(const std::string& device, DType dtype) {
+  std::mt19937_64 gen(8);
+  std::normal_distribution<double> normal;
+  const int64_t rows = 64;
+  std::vector<double> x(static_cast<std::size_t>(rows * 8 * 8 * 2));
+  for (double& v : x) v = normal(gen);
+  std::vector<int32_t> y(static_cast<std::size_t>(rows));
+  for (std::size_t r = 0; r < y.size(); ++r) y[r] = static_cast<int32_t>(r % 4);
+  Tensor xt = Tensor::from({rows, 8, 8, 2}, std::span<const double>(x));
+  if (dtype == DType::F32) xt = xt.cast(DType::F32);
+  const Tensor yt = Tensor::from({rows}, std::span<const int32_t>(y));
+  tandem::set_random_seed(9);
+  auto in = tandem::Input({8, 8, 2}, dtype);
+  auto h = tl::Conv2D(6, 3, {.padding = "same", .activation = "relu"})(in);
+  h = tl::BatchNormalization()(h);
+  h = tl::MaxPooling2D(2)(h);
+  h = tl::Conv2D(8, 3, {.activation = "relu"})(h);
+  h = tl::AveragePooling2D(2)(h);
+  h = tl::Flatten()(h);
+  tandem::Model model(in, tl::Dense(4)(h));
+  model.compile({.optimizer = tandem::optimizers::SGD(0.05, {.momentum = 0.9}),
+                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"},
+                 .strategy = dist::Default(device)});
+  const tandem::History h1 = model.fit(xt, yt, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  return {model.get_weights(), h1.history, model.predict(xt, {.verbose = 0})};
+}
+
+void check_same(const Trained& gpu, const Trained& cpu, double tolerance) {
+  CHECK(max_relative_difference(gpu.weights, cpu.weights) <= tolerance);
+  CHECK(max_relative_difference({gpu.predictions}, {cpu.predictions}) <= tolerance);
+  REQUIRE(gpu.history.size() == cpu.history.size());
+  for (const auto& [key, values] : cpu.history) {
+    INFO(key);
+    REQUIRE(gpu.history.count(key));
+    for (std::size_t e = 0; e < values.size(); ++e) CHECK(gpu.history.at(key)[e] == doctest::Approx(values[e]).epsilon(tolerance));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda: every op with a CPU kernel has a CUDA kernel for the same dtypes") {
+  if (!TANDEM_WITH_CUDA) {
+    MESSAGE("skipped: this build has no CUDA backend");
+    return;
+  }
+  std::set<std::tuple<std::string, DType>> cuda;
+  std::vector<std::string> missing;
+  const auto& entries = tandem::backend::kernels().entries();
+  for (const auto& [key, slot] : entries)
+    if (key.kind == tandem::backend::DeviceKind::Cuda) cuda.insert({key.op, key.dtype});
+  for (const auto& [key, slot] : entries)
+    if (key.kind == tandem::backend::DeviceKind::Cpu && !cuda.count({key.op, key.dtype})) missing.push_back(tandem::backend::describe(key));
+  std::string list;
+  for (const std::string& m : missing) list += m + "\n";
+  INFO("CPU kernels without a CUDA twin:\n" << list);
+  CHECK(missing.empty());
+}
+
+TEST_CASE("cuda: device names, logical GPUs and the error on a machine without a GPU") {
+  using tandem::backend::parse_device;
+  CHECK_THROWS_WITH_AS(parse_device("cpu:0/1"), doctest::Contains("unknown device 'cpu:0/1'"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(parse_device("gpu:0/x"), doctest::Contains("gpu:N/L"), tandem::ValueError);
+  if (!TANDEM_WITH_CUDA) {
+    CHECK_THROWS_WITH_AS(parse_device("gpu:0"), doctest::Contains("no GPU backend"), tandem::ValueError);
+    return;
+  }
+  const auto n = parse_device("gpu:0/1");
+  CHECK(n.kind == "gpu");
+  CHECK(n.index == 0);
+  CHECK(n.logical == 1);
+  CHECK(n.str() == "gpu:0/1");
+  CHECK(parse_device("gpu:2").str() == "gpu:2");
+  if (gpu_missing().empty()) {
+    CHECK_THROWS_WITH_AS(tandem::backend::open_device("gpu:99"), doctest::Contains("does not exist: this machine has"), tandem::backend::DeviceUnavailable);
+    return;
+  }
+  // No GPU here: the reason is the CUDA runtime's, and a model asked to train there says so.
+  CHECK(gpu_missing().find("no usable GPU: the CUDA runtime reports") != std::string::npos);
+  auto in = tandem::Input({4});
+  tandem::Model model(in, tl::Dense(2)(in));
+  model.compile({.loss = "mse", .strategy = dist::Default("gpu:0")});
+  CHECK_THROWS_WITH_AS(model.fit(Tensor(tandem::Shape{8, 4}, DType::F32), Tensor(tandem::Shape{8, 2}, DType::F32), {.epochs = 1, .verbose = 0}), doctest::Contains("no usable GPU"),
+                       tandem::backend::DeviceUnavailable);
+}
+
+TEST_CASE("cuda: an MLP with dropout trains on gpu:0 to the CPU's weights, History and predictions") {
+  if (skip_without_gpu()) return;
+  SUBCASE("float64") { check_same(train_mlp("gpu:0", DType::F64, tandem::optimizers::Adam(0.01)), train_mlp("cpu:0", DType::F64, tandem::optimizers::Adam(0.01)), 1e-10); }
+  SUBCASE("float32") { check_same(train_mlp("gpu:0", DType::F32, tandem::optimizers::Adam(0.01)), train_mlp("cpu:0", DType::F32, tandem::optimizers::Adam(0.01)), 1e-5); }
+}
+
+TEST_CASE("cuda: every optimizer, with weight decay and clipping, updates as on the CPU") {
+  if (skip_without_gpu()) return;
+  namespace opt = tandem::optimizers;
+  const std::vector<std::pair<std::string, std::function<tandem::OptimizerPtr()>>> optimizers{
+      {"SGD", [] { return opt::SGD(0.1, {.momentum = 0.9, .nesterov = true}); }},
+      {"Adam", [] { return opt::Adam(0.01, {.weight_decay = 0.01}); }},
+      {"AdamW", [] { return opt::AdamW(0.01); }},
+      {"RMSprop", [] { return opt::RMSprop(0.01, {.momentum = 0.5}); }},
+      {"Adagrad", [] { return opt::Adagrad(0.05); }},
+      {"Nadam", [] { return opt::Nadam(0.01); }},
+      {"Lion", [] { return opt::Lion(0.001, {.weight_decay = 0.01}); }},
+      {"Adam + global_clipnorm", [] { return opt::Adam(0.01, {.clipping = {.global_clipnorm = 0.5}}); }},
+      {"SGD + clipvalue", [] { return opt::SGD(0.1, {.clipping = {.clipvalue = 0.01}}); }},
+  };
+  for (const auto& [name, make] : optimizers) {
+    INFO(name);
+    check_same(train_mlp("gpu:0", DType::F64, make()), train_mlp("cpu:0", DType::F64, make()), 1e-10);
+  }
+}
+
+TEST_CASE("cuda: precision, recall, AUC and top-k accuracy evaluate on gpu:0 as on the CPU") {
+  if (skip_without_gpu()) return;
+  SUBCASE("three classes") {
+    const std::vector<std::string> metrics{"accuracy", "sparse_top_k_categorical_accuracy"};
+    check_same(train_mlp("gpu:0", DType::F64, tandem::optimizers::SGD(0.1), metrics), train_mlp("cpu:0", DType::F64, tandem::optimizers::SGD(0.1), metrics), 1e-10);
+  }
+  SUBCASE("binary") {
+    const std::vector<std::string> metrics{"accuracy", "precision", "recall", "auc"};
+    check_same(train_mlp("gpu:0", DType::F64, tandem::optimizers::SGD(0.1), metrics, true),
+               train_mlp("cpu:0", DType::F64, tandem::optimizers::SGD(0.1), metrics, true), 1e-10);
+  }
+}
+
+TEST_CASE("cuda: a CNN with batch normalisation and pooling trains on gpu:0 to the CPU's weights") {
+  if (skip_without_gpu()) return;
+  SUBCASE("float64") { check_same(train_cnn("gpu:0", DType::F64), train_cnn("cpu:0", DType::F64), 1e-9); }
+  SUBCASE("float32") { check_same(train_cnn("gpu:0", DType::F32), train_cnn("cpu:0", DType::F32), 1e-4); }
+}
+
+TEST_CASE("cuda: the Transformer blocks train on gpu:0 to the CPU's weights") {
+  if (skip_without_gpu()) return;
+  CHECK(max_relative_difference(train_transformer(dist::Default("gpu:0")), train_transformer(dist::Default("cpu:0"))) <= 1e-4);
+}
+
+TEST_CASE("cuda: the same seed on the same GPU gives bitwise the same weights") {
+  if (skip_without_gpu()) return;
+  const Trained a = train_cnn("gpu:0", DType::F32), b = train_cnn("gpu:0", DType::F32);
+  CHECK(max_relative_difference(a.weights, b.weights, 1e-30) == 0.0);
+}
+
+TEST_CASE("cuda: Mirrored, Pipeline and ModelSplit over two logical GPUs equal Default on gpu:0") {
+  if (skip_without_gpu()) return;
+  const std::vector<std::string> gpus{"gpu:0/0", "gpu:0/1"};
+  const auto single = train_transformer(dist::Default("gpu:0"));
+  SUBCASE("Mirrored") { CHECK(max_relative_difference(train_transformer(dist::Mirrored(gpus)), single) <= 1e-5); }
+  SUBCASE("Pipeline") {
+    CHECK(max_relative_difference(train_transformer(dist::Pipeline(gpus, {.micro_batches = 2})), single) <= 1e-5);
+  }
+  SUBCASE("ModelSplit") { CHECK(max_relative_difference(train_transformer(dist::ModelSplit(gpus)), single) <= 1e-5); }
+}
