@@ -6,8 +6,9 @@
 #
 # The build needs the Debian packages of scripts/install-deps.sh. A machine that cannot install
 # them can be handed a build made elsewhere: `scripts/gpu-pack.sh` (run on a machine that builds
-# Tandem) puts the CUDA build, the libraries it loads and the Fashion-MNIST files into build-gpu/;
-# copy that folder over and this script uses it instead of building.
+# Tandem) puts the CUDA build, the libraries it loads and the Fashion-MNIST files into
+# build-gpu/pack.tar.xz; copy that file over and this script unpacks and uses it instead of
+# building.
 #
 #   scripts/gpu-check.sh [--quick]     --quick: tests only, no examples or benchmarks
 set -uo pipefail
@@ -31,6 +32,7 @@ run() {  # run NAME COMMAND...: output to the log and $OUT/NAME.txt; a failure m
 
 log "machine: $(nproc) cores; $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
 
+[[ ! -x build-gpu/bin/test_cuda && -f build-gpu/pack.tar.xz ]] && tar -C build-gpu -xJf build-gpu/pack.tar.xz
 if [[ -x build-gpu/bin/test_cuda ]]; then
   log "using the prebuilt binaries in build-gpu/bin"
   bin=$PWD/build-gpu/bin

@@ -3,7 +3,8 @@
 # Tandem's build dependencies: a CUDA build of the GPU tests, the examples and the benchmark
 # (stripped), the libraries they load that such a machine may lack (HDF5, libzip, libpng, ...;
 # not glibc, not CUDA's: those come from the GPU machine's own CUDA installation), and the
-# Fashion-MNIST files. Run it where Tandem builds (nvcc is enough; no GPU is needed).
+# Fashion-MNIST files, also as one archive, build-gpu/pack.tar.xz, to copy over alone. Run it where
+# Tandem builds (nvcc is enough; no GPU is needed).
 #
 #   scripts/gpu-pack.sh [BUILD_DIR]    default BUILD_DIR: build (configured with CUDA on)
 set -euo pipefail
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 targets=(test_cuda test_gradients test_math_ops fashion_mnist_mlp fashion_mnist_cnn bench_fashion_mnist)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTANDEM_CUDA=ON >/dev/null
-grep -q "TANDEM_HAS_CUDA:INTERNAL=ON\|CMAKE_CUDA_COMPILER:" "$build/CMakeCache.txt" || { echo "gpu-pack: $build has no CUDA compiler" >&2; exit 1; }
+grep -q "TANDEM_WITH_CUDA=1" "$build/CMakeFiles/test_cuda.dir/flags.make" || { echo "gpu-pack: $build was configured without CUDA (no nvcc found?)" >&2; exit 1; }
 cmake --build "$build" -j2 --target "${targets[@]}"
 rm -rf build-gpu/bin build-gpu/lib
 mkdir -p build-gpu/bin build-gpu/lib
@@ -32,4 +33,6 @@ mkdir -p build-gpu/lib/fallback
 cp -L "$(g++ -print-file-name=libstdc++.so.6)" build-gpu/lib/fallback/
 rm -rf build-gpu/fashion-mnist
 cp -r /usr/share/datasets/fashion-mnist build-gpu/fashion-mnist
-du -sh build-gpu/bin build-gpu/lib build-gpu/fashion-mnist
+# One compressed file to carry (the libraries shrink to a third).
+tar -C build-gpu -cJf build-gpu/pack.tar.xz bin lib fashion-mnist
+du -sh build-gpu/bin build-gpu/lib build-gpu/fashion-mnist build-gpu/pack.tar.xz

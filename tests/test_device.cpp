@@ -28,6 +28,7 @@ namespace {
 struct SimStats {
   std::mutex mutex;
   std::size_t bytes_in = 0, bytes_out = 0, allocations = 0;
+  std::size_t recordings = 0, replays = 0;
 };
 SimStats& stats() {
   static SimStats s;
@@ -64,6 +65,23 @@ class SimDevice : public tandem::backend::Device {
   void* kernel_context() override { return &context_; }
   void setup_worker_thread() override { tandem::backend::cpu::flush_denormals_on_this_thread(); }
   void synchronize() override {}
+  // Records as a GPU does (CUDA graphs), here by keeping the issuing function: a replay issues the
+  // same kernels again, so a replayed step must still equal the cpu device's bit for bit.
+  std::unique_ptr<StepRecording> record(const std::function<void()>& issue) override {
+    struct Replay : StepRecording {
+      std::function<void()> issue;
+      void replay() override {
+        issue();
+        std::lock_guard lock(stats().mutex);
+        ++stats().replays;
+      }
+    };
+    auto r = std::make_unique<Replay>();
+    r->issue = issue;
+    std::lock_guard lock(stats().mutex);
+    ++stats().recordings;
+    return r;
+  }
 
  protected:
   void release(std::byte* data, std::size_t) override {
@@ -238,4 +256,26 @@ TEST_CASE("device: at each epoch end a layer's weights show the devices' values,
   // compute with: every prediction is the last layer's (zero) bias.
   const tandem::Tensor p = model->predict(data.x(), {.verbose = 0});
   for (int64_t i = 0; i < p.size(); ++i) CHECK(p.item(i) == 0.0);
+}
+
+TEST_CASE("device: a device that records steps replays them from the second step on, except programs that communicate") {
+  const auto counts = [] {
+    std::lock_guard lock(stats().mutex);
+    return std::make_pair(stats().recordings, stats().replays);
+  };
+  const auto data = blobs(160, 2);  // 5 steps of 32
+  {
+    const auto [recorded, replayed] = counts();
+    auto model = make_model(dist::Default("sim:4"));
+    model->fit(data, {.epochs = 1, .batch_size = 32, .shuffle = false, .verbose = 0});
+    const auto [recorded_after, replayed_after] = counts();
+    CHECK(recorded_after - recorded == 1);  // the training step, recorded at its second step
+    CHECK(replayed_after - replayed == 4);  // and replayed for steps 2 to 5
+  }
+  {
+    const auto [recorded, replayed] = counts();
+    auto model = make_model(dist::Mirrored({"sim:5", "sim:6"}));
+    model->fit(data, {.epochs = 1, .batch_size = 32, .shuffle = false, .verbose = 0});
+    CHECK(counts() == std::make_pair(recorded, replayed));
+  }
 }

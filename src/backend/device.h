@@ -86,6 +86,21 @@ class Device {
   // Returns when the work issued from the calling thread has finished on the device.
   virtual void synchronize() = 0;
 
+  // A step's kernels, recorded once and replayed instead of launched one by one (CUDA graphs:
+  // small models are otherwise bound by launch overhead).
+  class StepRecording {
+   public:
+    virtual ~StepRecording() = default;
+    virtual void replay() = 0;  // issues the recorded work; synchronize() waits for it
+  };
+  // Records what `issue` launches, without running it. Null when this device does not record
+  // (the CPU runs kernels on the calling thread) or the work could not be recorded; then nothing
+  // ran and the caller issues the step as usual.
+  virtual std::unique_ptr<StepRecording> record(const std::function<void()>& issue) {
+    (void)issue;
+    return nullptr;
+  }
+
  protected:
   friend class DeviceBuffer;
   virtual void release(std::byte* data, std::size_t bytes) = 0;

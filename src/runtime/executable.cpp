@@ -45,6 +45,12 @@ struct Executable::Bound {
   std::atomic<int> current{-1};
   std::unique_ptr<CommWorker> comm_worker;
   distribute::comm::CommContext comm;
+  // The step as the device recorded it (a CUDA graph), recorded and replayed from the second step
+  // on: the first runs as issued, so that libraries set themselves up outside the recording.
+  std::unique_ptr<backend::Device::StepRecording> recording;
+  int steps_issued = 0;
+  bool unrecordable = false;  // the device does not record, or could not record this step
+  std::atomic<bool> replaying{false};  // for the watchdog
 };
 
 Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<backend::Device*> devices,
@@ -194,6 +200,30 @@ std::size_t Executable::arena_bytes(int program) const { return plan_->programs[
 
 void Executable::run_program(int p) {
   Bound& b = *bound_[static_cast<std::size_t>(p)];
+  backend::Device& device = *devices_[static_cast<std::size_t>(p)];
+  // A program that communicates waits on other threads between its kernels, and a traced one
+  // times each kernel: both issue their kernels one by one.
+  const bool replayable = !b.comm_worker && !tracer_.enabled() && !b.unrecordable;
+  if (replayable && !b.recording && b.steps_issued > 0) {
+    b.recording = device.record([this, p] { issue_program(p); });  // may be kept: replays call it
+    b.unrecordable = !b.recording;
+  }
+  struct ClearOnExit {
+    std::atomic<bool>& flag;
+    ~ClearOnExit() { flag.store(false, std::memory_order_relaxed); }
+  } clear{b.replaying};
+  if (replayable && b.recording) {
+    b.replaying.store(true, std::memory_order_relaxed);
+    b.recording->replay();
+  } else {
+    issue_program(p);
+    ++b.steps_issued;
+  }
+  device.synchronize();
+}
+
+void Executable::issue_program(int p) {
+  Bound& b = *bound_[static_cast<std::size_t>(p)];
   const bool tracing = tracer_.enabled();
   for (const compile::Action& a : plan_->schedule[static_cast<std::size_t>(p)]) {
     const BoundAction& action = b.actions[static_cast<std::size_t>(a.block)][static_cast<std::size_t>(a.micro_batch)];
@@ -212,7 +242,6 @@ void Executable::run_program(int p) {
     if (tracing) tracer_.record(2 * p, action.label.c_str(), action_start, tracer_.now());
   }
   b.current.store(-1, std::memory_order_relaxed);
-  devices_[static_cast<std::size_t>(p)]->synchronize();
 }
 
 void Executable::run_guarded(int p) {
@@ -242,6 +271,7 @@ std::string Executable::describe_running(int p) const {
   const std::string& device = plan_->programs[static_cast<std::size_t>(p)].device;
   const int k = b.current.load(std::memory_order_relaxed);
   const BoundAction* action = b.current_action.load(std::memory_order_relaxed);
+  if (b.replaying.load(std::memory_order_relaxed)) return device + " is running its recorded step (a CUDA graph of every kernel)";
   if (k < 0 || !action) return device + " has not started or has just finished its step";
   const graph::Node& n = *action->nodes[static_cast<std::size_t>(k)];
   return device + " is in kernel '" + n.op + "'" + (n.scope.empty() ? "" : " of '" + n.scope + "'") + " (kernel " +

@@ -60,6 +60,7 @@ class Executable {
  private:
   struct Bound;
   void run_program(int program);
+  void issue_program(int program);  // launches the program's kernels in schedule order
   // Waits for every device's step; the devices still running at the deadline, described.
   std::string wait_for_devices(std::exception_ptr& first_error);
   std::string describe_running(int program) const;

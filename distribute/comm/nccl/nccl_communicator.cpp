@@ -62,7 +62,13 @@ NcclCommunicator::Rank& NcclCommunicator::ready(int rank, const char* what) {
   if (aborted_) throw abandoned(std::string(what) + " on " + devices_[static_cast<std::size_t>(rank)]);
   std::lock_guard lock(init_mutex_);
   if (ranks_.empty() && init_error_.empty()) {
+    // Initialisation switches this thread between the GPUs; the caller (a device's communication
+    // thread, which has set its own GPU) gets its device back.
+    int caller_device = 0;
+    const bool restore = cudaGetDevice(&caller_device) == cudaSuccess;
     try {
+      // send and recv wait in the mailboxes: under this communicator's timeout, not their default.
+      mailboxes_.set_timeout(timeout_);
       std::vector<ncclComm_t> comms(devices_.size());
       check_nccl(ncclCommInitAll(comms.data(), size(), ordinals_.data()), "ncclCommInitAll", "NCCL over " + std::to_string(size()) + " GPUs");
       for (std::size_t i = 0; i < comms.size(); ++i) {
@@ -75,6 +81,7 @@ NcclCommunicator::Rank& NcclCommunicator::ready(int rank, const char* what) {
     } catch (const std::exception& e) {
       init_error_ = e.what();
     }
+    if (restore) cudaSetDevice(caller_device);
   }
   if (!init_error_.empty()) throw Error(init_error_);
   return *ranks_[static_cast<std::size_t>(rank)];
@@ -90,7 +97,15 @@ void NcclCommunicator::finish(int rank, const char* what) {
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) check_cuda(e, "cudaStreamQuery", where);
     ncclResult_t async = ncclSuccess;
-    check_nccl(ncclCommGetAsyncError(r.comm, &async), "ncclCommGetAsyncError", where);
+    bool gone = false;
+    {
+      // abort(), run by another rank's timeout, frees the communicators under this lock: r.comm
+      // may be gone (null) between the check above and this call.
+      std::lock_guard lock(init_mutex_);
+      gone = aborted_ || !r.comm;
+      if (!gone) check_nccl(ncclCommGetAsyncError(r.comm, &async), "ncclCommGetAsyncError", where);
+    }
+    if (gone) throw abandoned(where);
     if (async != ncclSuccess && async != ncclInProgress) throw Error(where + " failed: " + ncclGetErrorString(async));
     if (std::chrono::steady_clock::now() > deadline) {
       const std::string why = where + " timed out after " + std::to_string(timeout_.count()) + " ms: a peer GPU did not join";
@@ -140,19 +155,28 @@ void NcclCommunicator::broadcast(int rank, void* data, std::size_t bytes, int ro
   ++collectives_;
 }
 
+// The copies run on the rank's own stream and are waited for: a cudaMemcpy from pageable memory
+// to the device may return before the data has landed, and the compute stream (non-blocking) does
+// not wait for the legacy stream cudaMemcpy uses, so a kernel after recv could read stale data.
 void NcclCommunicator::send(int rank, int peer, const void* data, std::size_t bytes, int tag) {
   Rank& r = ready(rank, "send");
+  const std::string where = "send on " + devices_[static_cast<std::size_t>(rank)];
+  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", where);
   r.host.resize(bytes);
-  check_cuda(cudaMemcpy(r.host.data(), data, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", "send on " + devices_[static_cast<std::size_t>(rank)]);
+  check_cuda(cudaMemcpyAsync(r.host.data(), data, bytes, cudaMemcpyDeviceToHost, r.stream), "cudaMemcpyAsync", where);
+  check_cuda(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize", where);
   mailboxes_.send(rank, peer, r.host.data(), bytes, tag);
   bytes_moved_ += bytes;
 }
 
 void NcclCommunicator::recv(int rank, int peer, void* data, std::size_t bytes, int tag) {
   Rank& r = ready(rank, "recv");
+  const std::string where = "recv on " + devices_[static_cast<std::size_t>(rank)];
+  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", where);
   r.host.resize(bytes);
   mailboxes_.recv(rank, peer, r.host.data(), bytes, tag);
-  check_cuda(cudaMemcpy(data, r.host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy", "recv on " + devices_[static_cast<std::size_t>(rank)]);
+  check_cuda(cudaMemcpyAsync(data, r.host.data(), bytes, cudaMemcpyHostToDevice, r.stream), "cudaMemcpyAsync", where);
+  check_cuda(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize", where);
 }
 
 void NcclCommunicator::barrier(int rank) { mailboxes_.barrier(rank); }

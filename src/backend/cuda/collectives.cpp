@@ -36,9 +36,13 @@ class Staging {
       : ctx_(*static_cast<Context*>(k.context)), comm_(comm), in_(std::move(in)), out_(std::move(out)), label_(kernel_label(k)) {
     CUDA_CHECK(cudaSetDevice(ctx_.ordinal), label_);
     CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), label_);
+    // The pointer lists a call takes are fixed here: a step allocates nothing.
+    for (const Range& r : in_) in_device_.push_back(r.device);
+    for (const Range& r : out_) out_device_.push_back(r.device);
     if (comm_->takes_device_memory()) return;
     for (const Range& r : in_) in_host_.push_back(pinned(r.bytes));
-    for (const Range& r : out_) out_host_.push_back(in_place(r) ? nullptr : pinned(r.bytes));
+    // An output range that is also an input (an all-reduce in place) shares its host copy.
+    for (const Range& r : out_) out_host_.push_back(host_of(r.device) ? host_of(r.device) : pinned(r.bytes));
   }
   ~Staging() {
     cudaSetDevice(ctx_.ordinal);
@@ -59,17 +63,15 @@ class Staging {
     CUDA_CHECK(cudaSetDevice(ctx_.ordinal), label_);
     wait_ready();
     if (comm_->takes_device_memory()) {
-      call(device_pointers(in_), device_pointers(out_));
+      call(in_device_, out_device_);
       return;
     }
     for (std::size_t i = 0; i < in_.size(); ++i)
       CUDA_CHECK(cudaMemcpyAsync(in_host_[i], in_[i].device, in_[i].bytes, cudaMemcpyDeviceToHost, ctx_.comm), label_);
     CUDA_CHECK(cudaStreamSynchronize(ctx_.comm), label_);
-    std::vector<void*> out_host(out_.size());
-    for (std::size_t i = 0; i < out_.size(); ++i) out_host[i] = out_host_[i] ? out_host_[i] : host_of(out_[i].device);
-    call(in_host_, out_host);
+    call(in_host_, out_host_);
     for (std::size_t i = 0; i < out_.size(); ++i)
-      CUDA_CHECK(cudaMemcpyAsync(out_[i].device, out_host[i], out_[i].bytes, cudaMemcpyHostToDevice, ctx_.comm), label_);
+      CUDA_CHECK(cudaMemcpyAsync(out_[i].device, out_host_[i], out_[i].bytes, cudaMemcpyHostToDevice, ctx_.comm), label_);
     CUDA_CHECK(cudaStreamSynchronize(ctx_.comm), label_);
   }
 
@@ -80,21 +82,11 @@ class Staging {
     pinned_.push_back(p);
     return p;
   }
-  // An output range that is also an input (an all-reduce in place) shares its host copy.
-  bool in_place(const Range& r) const {
-    for (const Range& i : in_)
-      if (i.device == r.device) return true;
-    return false;
-  }
+  // The host copy of the input at `device`; null when no input is there.
   void* host_of(void* device) const {
     for (std::size_t i = 0; i < in_.size(); ++i)
       if (in_[i].device == device) return in_host_[i];
     return nullptr;
-  }
-  static std::vector<void*> device_pointers(const std::vector<Range>& ranges) {
-    std::vector<void*> p;
-    for (const Range& r : ranges) p.push_back(r.device);
-    return p;
   }
   // Polls instead of cudaEventSynchronize, which has no deadline: a stalled compute stream
   // becomes the communicator's timeout error, naming the kernel.
@@ -116,6 +108,7 @@ class Staging {
   std::vector<Range> in_, out_;
   std::string label_;
   cudaEvent_t ready_ = nullptr;
+  std::vector<void*> in_device_, out_device_;  // the ranges' device addresses
   std::vector<void*> in_host_, out_host_, pinned_;
 };
 

@@ -3,6 +3,9 @@
 #include <cublasLt.h>
 #include <cudnn.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "backend/cuda/check.h"
 
 namespace tandem::backend::cuda {
@@ -121,6 +124,55 @@ void CudaDevice::synchronize() {
   CUDA_CHECK(cudaStreamSynchronize(context_.stream), "the step on " + name());
   CUDA_CHECK(cudaGetLastError(), "the step on " + name());
   faults_.raise_if_any();
+}
+
+namespace {
+class GraphRecording : public Device::StepRecording {
+ public:
+  GraphRecording(cudaGraphExec_t exec, const Context& ctx, std::string device) : exec_(exec), ctx_(ctx), device_(std::move(device)) {}
+  ~GraphRecording() override { cudaGraphExecDestroy(exec_); }
+  void replay() override { CUDA_CHECK(cudaGraphLaunch(exec_, ctx_.stream), "replaying the recorded step on " + device_); }
+
+ private:
+  cudaGraphExec_t exec_;
+  const Context& ctx_;
+  std::string device_;
+};
+
+bool graphs_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("TANDEM_CUDA_GRAPHS");
+    return !v || std::string(v) != "0";
+  }();
+  return enabled;
+}
+}  // namespace
+
+std::unique_ptr<Device::StepRecording> CudaDevice::record(const std::function<void()>& issue) {
+  if (!graphs_enabled()) return nullptr;
+  CUDA_CHECK(cudaSetDevice(context_.ordinal), "recording a step on " + name());
+  // Thread-local capture: the copies other threads make meanwhile (another model's inputs) are
+  // not part of it and not refused.
+  if (cudaStreamBeginCapture(context_.stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  bool issued = true;
+  try {
+    issue();
+  } catch (...) {
+    // A call that cannot be captured fails inside the capture; the step then runs uncaptured,
+    // where a real error shows again.
+    issued = false;
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(context_.stream, &graph);
+  cudaGraphExec_t exec = nullptr;
+  const bool ok = issued && ended == cudaSuccess && graph && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();  // a failed capture's error is not the step's
+  if (!ok) return nullptr;
+  return std::make_unique<GraphRecording>(exec, context_, name());
 }
 
 unsigned long long Faults::add(std::string label, Describe describe, int64_t limit) {

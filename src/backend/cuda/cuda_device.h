@@ -19,6 +19,8 @@ class CudaDevice : public Device {
   void* kernel_context() override { return &context_; }
   void setup_worker_thread() override;
   void synchronize() override;
+  // A CUDA graph of the step (TANDEM_CUDA_GRAPHS=0 turns recording off).
+  std::unique_ptr<StepRecording> record(const std::function<void()>& issue) override;
 
  protected:
   void release(std::byte* data, std::size_t bytes) override;

@@ -141,6 +141,8 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
     return;
   }
   p.kind = Plan::Kind::Product;
+  // The factory may run on any thread, after another device's: the heuristic asks the current one.
+  check(cudaSetDevice(ctx.ordinal), "cudaSetDevice", label);
   p.handle = ctx.blas;
   p.workspace = ctx.workspace;
   p.workspace_bytes = ctx.workspace_bytes;
