@@ -138,6 +138,7 @@ std::unique_ptr<tandem::Sequential> build_model(const std::string& name, const s
 struct Measurement {
   int64_t samples = 0;
   double seconds = 0.0;
+  std::size_t arena_bytes = 0;  // planned for one training step
 };
 
 Measurement measure(const std::string& model_name, const std::string& device, const tandem::Dataset& train, int64_t batch,
@@ -163,7 +164,7 @@ Measurement measure(const std::string& model_name, const std::string& device, co
   const auto t0 = std::chrono::steady_clock::now();
   model->fit(timed, {.epochs = 1, .batch_size = batch, .shuffle = true, .verbose = 0});
   const auto t1 = std::chrono::steady_clock::now();
-  return {timed_rows, std::chrono::duration<double>(t1 - t0).count()};
+  return {timed_rows, std::chrono::duration<double>(t1 - t0).count(), model->planned_arena_bytes()};
 }
 
 }  // namespace
@@ -180,8 +181,9 @@ int main(int argc, char** argv) {
       const Measurement m = measure(args.model, args.device, train, batch, args.epochs_fraction);
       const double rate = double(m.samples) / m.seconds;
       if (args.json) {
-        std::printf("{\"peer\":\"tandem\",\"model\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"threads\":%u,\"samples_per_s\":%.1f}\n",
-                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate);
+        std::printf("{\"peer\":\"tandem\",\"model\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"threads\":%u,\"samples_per_s\":%.1f,"
+                    "\"arena_mb\":%.2f}\n",
+                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate, double(m.arena_bytes) / (1 << 20));
       } else {
         std::printf("tandem %s %s batch=%-4lld threads=%u %10.0f samples/s  (%lld samples in %.3f s)\n",
                     args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate,

@@ -7,9 +7,10 @@
 # CNN: two OpenMP threads with OpenBLAS single-threaded, so two thread pools do not fight over two
 # cores — with OpenBLAS free to pick its AVX-512 kernel and glibc malloc kept from unmapping and
 # re-faulting large buffers every step; then the Tandem binary under the same environment; and
-# prints a markdown table. --quick times a fraction of the epoch for both (MLP a quarter, CNN a
-# tenth; --epochs-fraction F picks another). Repeat runs on a shared VM vary; compare the ratio,
-# and run on an otherwise idle machine.
+# prints a markdown table, and one of memory at batch 512 (Tandem's planned arena for a step
+# against PyTorch's peak resident-set growth, measured in a process of its own). --quick times a
+# fraction of the epoch for both (MLP a quarter, CNN a tenth; --epochs-fraction F picks another).
+# Repeat runs on a shared VM vary; compare the ratio, and run on an otherwise idle machine.
 #
 # Keras 3 runs on its JAX CPU backend (XLA-compiled steps, several per call: its fastest setup
 # here) from a virtual environment beside the Tandem binary (keras-venv, made on first use from
@@ -66,28 +67,14 @@ if [[ -n "$FRACTION" ]]; then
     EXTRA=(--epochs-fraction "$FRACTION")
 fi
 
-# Shared benchmark environment: no forced OpenBLAS core type / L2 size, and large allocations stay
-# mapped between steps. For the CNN, OpenBLAS is single-threaded: PyTorch's OpenMP pool owns the
-# cores (the MLP's single PyTorch thread does better with OpenBLAS left free).
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+# The benchmark environment and the check that PyTorch is on an optimised BLAS (bench/peer_env.sh).
+# For the CNN, OpenBLAS is single-threaded: PyTorch's OpenMP pool owns the cores (the MLP's single
+# PyTorch thread does better with OpenBLAS left free).
 if [[ "$MODEL" == cnn ]]; then export OPENBLAS_NUM_THREADS=1; fi
-export MALLOC_MMAP_THRESHOLD_=1073741824
-export MALLOC_TRIM_THRESHOLD_=4294967296
+source "$HERE/peer_env.sh"
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-
-# Debian's PyTorch calls whichever libblas.so.3 the alternatives system selects; the reference
-# BLAS (Debian's blas/libblas.so.3) runs its GEMMs about 20x slower, which would inflate every
-# ratio below, even with OpenBLAS installed beside it for LAPACK.
-BLAS="$("$PY" -c "import torch; torch.mm(torch.ones(64, 64), torch.ones(64, 64))
-print(' '.join(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l or 'mkl' in l})))")"
-if [[ "$BLAS" == */blas/libblas.so* || ( "$BLAS" != *openblas* && "$BLAS" != *mkl* ) ]]; then
-    echo "refusing to run: PyTorch's GEMMs use an unoptimised BLAS (loaded: ${BLAS:-none}); install" \
-         "libopenblas0-pthread (scripts/install-deps.sh --bench does) and select it as libblas.so.3" >&2
-    exit 1
-fi
-echo "PyTorch's BLAS: $BLAS" >&2
 
 echo "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo "Running PyTorch ($TORCH_THREADS threads)..." >&2
@@ -114,29 +101,34 @@ echo "Running Tandem ($TANDEM_BIN)..." >&2
 "$TANDEM_BIN" --model "$MODEL" --batch-sizes "$BATCHES" --json \
     ${EXTRA[@]+"${EXTRA[@]}"} > "$TMP/tandem.jsonl"
 echo "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# Memory at batch 512 in a process of its own, where the resident-set growth is exact.
+"$PY" "$HERE/torch_fashion_mnist.py" --model "$MODEL" --batch-sizes 512 --threads "$TORCH_THREADS" \
+    --epochs-fraction 0.05 --json > "$TMP/torch_memory.jsonl"
 
-"$PY" - "$MODEL" "$TMP/tandem.jsonl" "$TMP/torch.jsonl" "$TMP/keras.jsonl" <<'PYEOF'
+"$PY" - "$MODEL" "$TMP/tandem.jsonl" "$TMP/torch.jsonl" "$TMP/keras.jsonl" "$TMP/torch_memory.jsonl" <<'PYEOF'
 import json
 import sys
 
 
-def load(path, peer):
-    rates = {}
+def load(path, peer, key="samples_per_s"):
+    values = {}
     with open(path) as f:
         for line in f:
             line = line.strip()
             if not line.startswith("{"):
                 continue  # tolerate non-JSON log lines
             rec = json.loads(line)
-            if rec.get("peer") == peer and rec.get("model") == MODEL:
-                rates[int(rec["batch"])] = float(rec["samples_per_s"])
-    return rates
+            if rec.get("peer") == peer and rec.get("model") == MODEL and key in rec:
+                values[int(rec["batch"])] = float(rec[key])
+    return values
 
 
 MODEL = sys.argv[1]
 tandem = load(sys.argv[2], "tandem")
 torch = load(sys.argv[3], "pytorch")
 keras = load(sys.argv[4], "keras")
+arena = load(sys.argv[2], "tandem", "arena_mb")
+growth = load(sys.argv[5], "pytorch", "peak_rss_growth_mb")
 
 
 def fmt(v):
@@ -152,6 +144,11 @@ print("|---:|---:|---:|---:|---:|---:|")
 for b in sorted(set(tandem) | set(torch)):
     t, p, k = tandem.get(b), torch.get(b), keras.get(b)
     print(f"| {b} | {fmt(t)} | {fmt(p)} | {ratio(t, p)} | {fmt(k)} | {ratio(t, k)} |")
+print()
+print("| batch | Tandem planned arena per step | PyTorch peak RSS growth | ratio |")
+print("|---:|---:|---:|---:|")
+for b in sorted(set(arena) & set(growth)):
+    print(f"| {b} | {arena[b]:.1f} MB | {growth[b]:.1f} MB | {arena[b] / growth[b]:.2f} |")
 if not tandem:
     sys.exit("no Tandem results parsed")
 if not torch:

@@ -74,8 +74,25 @@ def build_model(name):
     raise ValueError(f"unknown model {name!r}")
 
 
+def status_kb(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
 def measure(model_name, batch, images, labels, epochs_fraction, device):
-    """Returns (timed_samples, seconds) for one batch size."""
+    """Returns (timed_samples, seconds, peak resident-set growth in MB) for one batch size.
+
+    The growth counts from just before the model is built (the peak is reset there through
+    /proc/self/clear_refs, so loading the data does not count). It is exact for the first batch
+    size of a process; later ones reuse memory the earlier freed and may show less.
+    """
+    rss_before = status_kb("VmRSS")
+    try:
+        open("/proc/self/clear_refs", "w").write("5")
+    except OSError:
+        pass
     torch.manual_seed(0)
     model = build_model(model_name).to(device)
     model.train()
@@ -110,7 +127,7 @@ def measure(model_name, batch, images, labels, epochs_fraction, device):
         loss = step(i)
     loss.item()  # make sure the last step has finished (on a GPU too)
     elapsed = time.perf_counter() - t0
-    return timed_steps * batch, elapsed
+    return timed_steps * batch, elapsed, (status_kb("VmHWM") - rss_before) / 1024
 
 
 def parse_batch_sizes(text):
@@ -151,7 +168,7 @@ def main(argv=None):
     labels = labels[:EPOCH_ROWS].to(args.device)
 
     for batch in args.batch_sizes:
-        samples, seconds = measure(args.model, batch, images, labels,
+        samples, seconds, growth_mb = measure(args.model, batch, images, labels,
                                    args.epochs_fraction, args.device)
         rate = samples / seconds
         if args.json:
@@ -162,6 +179,7 @@ def main(argv=None):
                 "batch": batch,
                 "threads": args.threads,
                 "samples_per_s": round(rate, 1),
+                "peak_rss_growth_mb": round(growth_mb, 2),
             }))
         else:
             print(f"pytorch {args.model} {args.device} batch={batch:<4d} threads={args.threads} "
