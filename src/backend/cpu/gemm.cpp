@@ -1,40 +1,58 @@
+// The CPU GEMM: OpenBLAS, called from the device's own threads on independent blocks of C, each
+// call on its caller's thread. OpenBLAS's kernels ran 100–107 GFLOP/s on one core at the models'
+// shapes where Eigen's ran 77–90 (bench/bench_gemm.cpp, docs/benchmarks.md). Its pthread build is
+// the one linked, for it may be called from several threads at once (Debian's single-threaded
+// build may not: its shared buffers gave wrong products under Mirrored); it is told to use one
+// thread, so the device's pool stays the only one that works.
 #include "backend/cpu/gemm.h"
 
-#include <Eigen/Core>
+#include <cblas.h>
+
+#include <climits>
+#include <string>
+
+#include "tandem/errors.h"
 
 namespace tandem::backend::cpu {
 
 namespace {
-template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using ConstMap = Eigen::Map<const RowMat<T>>;
-template <class T>
-using OuterStrided = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
-template <class T>
-using ConstOuterStrided = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
+// Before any product: every call runs on the thread that makes it.
+const bool kOneThread = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
 
-// One thread's share: rows [r0, r1) and columns [c0, c1) of C, with Eigen's single-threaded GEMM.
+void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+          int64_t ldc, float beta) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
+              static_cast<blasint>(cols), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
+              c, static_cast<blasint>(ldc));
+}
+void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb, double* c,
+          int64_t ldc, double beta) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
+              static_cast<blasint>(cols), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+              static_cast<blasint>(ldc));
+}
+
+// One thread's share: rows [r0, r1) and columns [c0, c1) of C.
 template <class T>
-void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta, int64_t r0,
-                int64_t r1, int64_t c0, int64_t c1) {
+void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta, int64_t r0, int64_t r1,
+                int64_t c0, int64_t c1) {
   // op(A) rows r0..r1: for A stored (m,k) take rows; for Aᵀ stored (k,m) take columns.
-  ConstOuterStrided<T> A(ta ? a + r0 : a + r0 * k, ta ? k : r1 - r0, ta ? r1 - r0 : k, Eigen::OuterStride<>(ta ? m : k));
-  ConstOuterStrided<T> B(tb ? b + c0 * k : b + c0, tb ? c1 - c0 : k, tb ? k : c1 - c0, Eigen::OuterStride<>(tb ? k : n));
-  OuterStrided<T> C(c + r0 * n + c0, r1 - r0, c1 - c0, Eigen::OuterStride<>(n));
-  auto opA = [&](auto&& rhs) {
-    if (beta == T(0)) C.noalias() = rhs;
-    else C = beta * C + rhs;
-  };
-  if (!ta && !tb) opA(A * B);
-  else if (ta && !tb) opA(A.transpose() * B);
-  else if (!ta && tb) opA(A * B.transpose());
-  else opA(A.transpose() * B.transpose());
+  const T* ab = ta ? a + r0 : a + r0 * k;
+  const T* bb = tb ? b + c0 * k : b + c0;
+  blas(ta, tb, r1 - r0, c1 - c0, k, ab, ta ? m : k, bb, tb ? k : n, c + r0 * n + c0, n, beta);
 }
 }  // namespace
 
 template <class T>
 void gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta) {
+  (void)kOneThread;
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+    throw Error("gemm: a product of " + std::to_string(m) + "x" + std::to_string(k) + " by " + std::to_string(k) + "x" + std::to_string(n) +
+                " exceeds the BLAS's 32-bit sizes");
+  if (m == 0 || n == 0) return;
   // Split the larger output side across the device's threads; each part is an independent GEMM.
   constexpr int64_t kMinFlopsPerThread = 1 << 20;
   const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / std::max<int64_t>(1, k * (m >= n ? n : m)));
