@@ -17,14 +17,7 @@ KernelFn make_fill(const KernelInit& k) {
   T* y = out<T>(k);
   const int64_t n = numel(k.out_type());
   const T value = static_cast<T>(k.node.attrs.f("value"));
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    fill_kernel<<<grid, kBlock, 0, s>>>(y, n, value);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { fill_kernel<<<grid, kBlock, 0, s>>>(y, n, value); });
 }
 
 template <class T>

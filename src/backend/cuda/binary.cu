@@ -22,14 +22,7 @@ KernelFn make_broadcast_to(const KernelInit& k) {
   T* y = out<T>(k);
   const DeviceBroadcast plan(BroadcastPlan(k.out_type().shape, k.in_types[0].shape, k.in_types[0].shape));
   const int64_t n = numel(k.out_type());
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    broadcast2_kernel<<<grid, kBlock, 0, s>>>(y, x, x, n, plan, First{});
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { broadcast2_kernel<<<grid, kBlock, 0, s>>>(y, x, x, n, plan, First{}); });
 }
 }  // namespace
 

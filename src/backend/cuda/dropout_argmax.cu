@@ -34,14 +34,7 @@ KernelFn make_dropout(const KernelInit& k) {
   const int64_t rows = k.in_types[0].shape[0], cols = numel(k.in_types[0]) / (rows > 1 ? rows : 1);
   const int64_t n = rows * cols;
   const T keep_scale = T(1) / T(1 - rate);
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    dropout_kernel<<<grid, kBlock, 0, s>>>(y, x, step, n, cols, row_offset, seed, rate, keep_scale);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { dropout_kernel<<<grid, kBlock, 0, s>>>(y, x, step, n, cols, row_offset, seed, rate, keep_scale); });
 }
 
 // A candidate for argmax. The CPU scan keeps the first NaN if there is one, else the first

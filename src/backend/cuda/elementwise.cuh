@@ -49,14 +49,7 @@ KernelFn map1(const KernelInit& k, F f) {
   const T* x = in<T>(k, 0);
   R* y = out<R>(k);
   const int64_t n = numel(k.out_type());
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    map1_kernel<<<grid, kBlock, 0, s>>>(y, x, n, f);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { map1_kernel<<<grid, kBlock, 0, s>>>(y, x, n, f); });
 }
 
 // y[i] = f(a[i], b[i]) for same-shaped inputs.
@@ -66,14 +59,7 @@ KernelFn map2(const KernelInit& k, F f) {
   const T* b = in<T>(k, 1);
   R* y = out<R>(k);
   const int64_t n = numel(k.out_type());
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    map2_kernel<<<grid, kBlock, 0, s>>>(y, a, b, n, f);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { map2_kernel<<<grid, kBlock, 0, s>>>(y, a, b, n, f); });
 }
 
 // y = f(a, b) with broadcasting; same shapes take map2's flat loop.
@@ -85,14 +71,7 @@ KernelFn broadcast2(const KernelInit& k, F f) {
   R* y = out<R>(k);
   const DeviceBroadcast plan(BroadcastPlan(k.out_type().shape, k.in_types[0].shape, k.in_types[1].shape));
   const int64_t n = numel(k.out_type());
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    broadcast2_kernel<<<grid, kBlock, 0, s>>>(y, a, b, n, plan, f);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { broadcast2_kernel<<<grid, kBlock, 0, s>>>(y, a, b, n, plan, f); });
 }
 
 }  // namespace tandem::backend::cuda

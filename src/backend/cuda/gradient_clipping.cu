@@ -29,14 +29,7 @@ KernelFn make_scale_by_norm(const KernelInit& k) {
   T* y = out<T>(k);
   const T limit = static_cast<T>(k.node.attrs.f("limit"));
   const int64_t n = numel(k.out_type());
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    scale_by_norm_kernel<<<grid, kBlock, 0, s>>>(y, x, sum_of_squares, n, limit);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { scale_by_norm_kernel<<<grid, kBlock, 0, s>>>(y, x, sum_of_squares, n, limit); });
 }
 }  // namespace
 

@@ -48,6 +48,20 @@ __device__ inline void report_fault(unsigned long long* word, unsigned long long
   }
 }
 
+// The closure most factories return: `launch(grid, stream)` issues a kernel over n elements with
+// blocks_for's grid on the compute stream, and a refused launch throws naming the kernel.
+template <class Launch>
+KernelFn launch_over(const KernelInit& k, int64_t n, Launch launch) {
+  const unsigned grid = blocks_for(n, context(k));
+  cudaStream_t s = stream(k);
+  const std::string label = kernel_label(k);
+  return [=] {
+    if (n == 0) return;
+    launch(grid, s);
+    check_launch(label);
+  };
+}
+
 // for (i in [0, n)) over a grid-stride loop.
 #define TANDEM_CUDA_LOOP(i, n) \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(blockDim.x) * gridDim.x)

@@ -136,14 +136,7 @@ KernelFn rowwise_grad(const KernelInit& k, L l) {
   T* d = out<T>(k);
   const bool wrt_pred = k.node.attrs.i("wrt") == 0;
   const int64_t n = numel(k.in_types[1]), c = k.in_types[1].shape.back();
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    rowwise_grad_kernel<<<grid, kBlock, 0, s>>>(d, dy, p, t, n, c, wrt_pred, l);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { rowwise_grad_kernel<<<grid, kBlock, 0, s>>>(d, dy, p, t, n, c, wrt_pred, l); });
 }
 
 template <class T> KernelFn make_bce(const KernelInit& k) { return rowwise_loss<T>(k, loss::Bce{k.node.attrs.b("from_logits")}); }

@@ -34,14 +34,7 @@ KernelFn make_select(const KernelInit& k) {
   const T* cond = in<T>(k, 2);
   T* z = out<T>(k);
   const int64_t n = numel(k.out_type());
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    select_kernel<<<grid, kBlock, 0, s>>>(z, x, y, cond, n);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { select_kernel<<<grid, kBlock, 0, s>>>(z, x, y, cond, n); });
 }
 
 // Every element of the (rows, depth) result is written once, so no zero fill goes first; an id
@@ -56,14 +49,7 @@ KernelFn one_hot_rows(const KernelInit& k) {
   const Id* ids = in<Id>(k, 0);
   T* y = out<T>(k);
   const int64_t depth = k.node.attrs.i("depth"), n = numel(k.out_type());
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    one_hot_kernel<<<grid, kBlock, 0, s>>>(y, ids, depth, n);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { one_hot_kernel<<<grid, kBlock, 0, s>>>(y, ids, depth, n); });
 }
 template <class Id>
 KernelFn make_one_hot(const KernelInit& k) {

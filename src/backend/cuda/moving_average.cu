@@ -18,14 +18,7 @@ KernelFn make_assign_moving_average(const KernelInit& k) {
   const int64_t n = numel(k.in_types[0]);
   const double momentum = k.node.attrs.f("momentum");
   const T keep = T(momentum), take = T(1.0 - momentum);
-  const unsigned grid = blocks_for(n, context(k));
-  cudaStream_t s = stream(k);
-  const std::string label = kernel_label(k);
-  return [=] {
-    if (n == 0) return;
-    moving_average_kernel<<<grid, kBlock, 0, s>>>(variable, value, n, keep, take);
-    check_launch(label);
-  };
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { moving_average_kernel<<<grid, kBlock, 0, s>>>(variable, value, n, keep, take); });
 }
 }  // namespace
 
