@@ -70,11 +70,13 @@ int add_bucket_slot(const KernelInit& k, std::function<void()> work, const std::
   return slot;
 }
 
-int bucket_slot(const KernelInit& k) {
+KernelFn make_all_reduce_wait(const KernelInit& k) {
   const CommContext& c = comm_of(k);
   const auto bucket = static_cast<std::size_t>(k.node.attrs.i("bucket"));
   if (bucket >= c.bucket_slots.size() || c.bucket_slots[bucket] < 0) throw Error("internal: all_reduce_wait before its start");
-  return c.bucket_slots[bucket];
+  const int slot = c.bucket_slots[bucket];
+  CommQueue* queue = c.queue;
+  return [=] { queue->wait(slot); };
 }
 
 KernelFn run_on_queue(const KernelInit& k, std::function<void()> work, const std::string& label) {

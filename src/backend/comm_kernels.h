@@ -37,8 +37,9 @@ std::vector<BucketRange> bucket_ranges(const KernelInit& k, std::size_t* total_b
 
 // Registers `work` as the all-reduce of the node's bucket; returns the slot its wait finds.
 int add_bucket_slot(const KernelInit& k, std::function<void()> work, const std::string& label);
-// The slot of the node's bucket, registered by its all_reduce_start.
-int bucket_slot(const KernelInit& k);
+// all_reduce_wait on any device: waits on the communication thread for the slot that the
+// bucket's all_reduce_start registered.
+KernelFn make_all_reduce_wait(const KernelInit& k);
 // A kernel that runs `work` to completion on the communication thread, in order with the
 // all-reduce buckets the device has started (every rank meets the same sequence).
 KernelFn run_on_queue(const KernelInit& k, std::function<void()> work, const std::string& label);

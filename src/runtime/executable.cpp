@@ -48,7 +48,7 @@ struct Executable::Bound {
   // The step as the device recorded it (a CUDA graph), recorded and replayed from the second step
   // on: the first runs as issued, so that libraries set themselves up outside the recording.
   std::unique_ptr<backend::Device::StepRecording> recording;
-  int steps_issued = 0;
+  bool issued_once = false;
   bool unrecordable = false;  // the device does not record, or could not record this step
   std::atomic<bool> replaying{false};  // for the watchdog
 };
@@ -204,7 +204,7 @@ void Executable::run_program(int p) {
   // A program that communicates waits on other threads between its kernels, and a traced one
   // times each kernel: both issue their kernels one by one.
   const bool replayable = !b.comm_worker && !tracer_.enabled() && !b.unrecordable;
-  if (replayable && !b.recording && b.steps_issued > 0) {
+  if (replayable && !b.recording && b.issued_once) {
     b.recording = device.record([this, p] { issue_program(p); });  // may be kept: replays call it
     b.unrecordable = !b.recording;
   }
@@ -217,7 +217,7 @@ void Executable::run_program(int p) {
     b.recording->replay();
   } else {
     issue_program(p);
-    ++b.steps_issued;
+    b.issued_once = true;
   }
   device.synchronize();
 }

@@ -31,12 +31,6 @@ KernelFn make_all_reduce_start(const KernelInit& k) {
   return [=] { queue->start(slot); };
 }
 
-KernelFn make_all_reduce_wait(const KernelInit& k) {
-  const int slot = bucket_slot(k);
-  CommQueue* queue = comm_of(k).queue;
-  return [=] { queue->wait(slot); };
-}
-
 KernelFn make_all_gather(const KernelInit& k) {
   const auto [comm, rank] = collective(k, "all_gather");
   const void* in = k.in[0];

@@ -139,12 +139,6 @@ KernelFn make_all_reduce_start(const KernelInit& k) {
   };
 }
 
-KernelFn make_all_reduce_wait(const KernelInit& k) {
-  const int slot = bucket_slot(k);
-  CommQueue* queue = comm_of(k).queue;
-  return [=] { queue->wait(slot); };
-}
-
 // A node that runs to completion on the communication thread: the compute stream marks its input
 // ready, then the compute thread waits for the communication thread.
 KernelFn staged_on_queue(const KernelInit& k, const std::shared_ptr<Staging>& staging, std::function<void()> work, const std::string& label) {
