@@ -84,18 +84,21 @@ NcclCommunicator::Rank& NcclCommunicator::ready(int rank, const char* what) {
     if (restore) cudaSetDevice(caller_device);
   }
   if (!init_error_.empty()) throw Error(init_error_);
+  // Every call issues on this rank's GPU, whichever device the calling thread was on.
+  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", devices_[static_cast<std::size_t>(rank)]);
   return *ranks_[static_cast<std::size_t>(rank)];
 }
 
 void NcclCommunicator::finish(int rank, const char* what) {
   Rank& r = *ranks_[static_cast<std::size_t>(rank)];
-  const std::string where = std::string(what) + " on " + devices_[static_cast<std::size_t>(rank)];
+  // Built only for an error: finish runs for every collective of every step.
+  const auto where = [&] { return std::string(what) + " on " + devices_[static_cast<std::size_t>(rank)]; };
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (;;) {
-    if (aborted_) throw abandoned(where);
+    if (aborted_) throw abandoned(where());
     const cudaError_t e = cudaStreamQuery(r.stream);
     if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) check_cuda(e, "cudaStreamQuery", where);
+    if (e != cudaErrorNotReady) check_cuda(e, "cudaStreamQuery", where());
     ncclResult_t async = ncclSuccess;
     bool gone = false;
     {
@@ -103,12 +106,12 @@ void NcclCommunicator::finish(int rank, const char* what) {
       // may be gone (null) between the check above and this call.
       std::lock_guard lock(init_mutex_);
       gone = aborted_ || !r.comm;
-      if (!gone) check_nccl(ncclCommGetAsyncError(r.comm, &async), "ncclCommGetAsyncError", where);
+      if (!gone && ncclCommGetAsyncError(r.comm, &async) != ncclSuccess) async = ncclInternalError;
     }
-    if (gone) throw abandoned(where);
-    if (async != ncclSuccess && async != ncclInProgress) throw Error(where + " failed: " + ncclGetErrorString(async));
+    if (gone) throw abandoned(where());
+    if (async != ncclSuccess && async != ncclInProgress) throw Error(where() + " failed: " + ncclGetErrorString(async));
     if (std::chrono::steady_clock::now() > deadline) {
-      const std::string why = where + " timed out after " + std::to_string(timeout_.count()) + " ms: a peer GPU did not join";
+      const std::string why = where() + " timed out after " + std::to_string(timeout_.count()) + " ms: a peer GPU did not join";
       abort(why);
       throw TimeoutError(why);
     }
@@ -120,7 +123,6 @@ void NcclCommunicator::all_reduce(int rank, void* data, std::size_t count, DType
   // NCCL reduces in the buffer's own type: the bfloat16 wire of the host communicators is a
   // bandwidth saving over slow links that NVLink does not need.
   Rank& r = ready(rank, "all_reduce");
-  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", devices_[static_cast<std::size_t>(rank)]);
   check_nccl(ncclAllReduce(data, data, count, nccl_type(dtype, "all_reduce"), op == ReduceOp::Mean ? ncclAvg : ncclSum, r.comm, r.stream),
              "ncclAllReduce", devices_[static_cast<std::size_t>(rank)]);
   finish(rank, "all_reduce");
@@ -130,7 +132,6 @@ void NcclCommunicator::all_reduce(int rank, void* data, std::size_t count, DType
 
 void NcclCommunicator::all_gather(int rank, const void* in, void* out, std::size_t count, DType dtype) {
   Rank& r = ready(rank, "all_gather");
-  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", devices_[static_cast<std::size_t>(rank)]);
   check_nccl(ncclAllGather(in, out, count, nccl_type(dtype, "all_gather"), r.comm, r.stream), "ncclAllGather", devices_[static_cast<std::size_t>(rank)]);
   finish(rank, "all_gather");
   bytes_moved_ += count * dtype_size(dtype) * static_cast<std::size_t>(size() - 1);
@@ -139,7 +140,6 @@ void NcclCommunicator::all_gather(int rank, const void* in, void* out, std::size
 
 void NcclCommunicator::reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) {
   Rank& r = ready(rank, "reduce_scatter");
-  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", devices_[static_cast<std::size_t>(rank)]);
   check_nccl(ncclReduceScatter(in, out, count, nccl_type(dtype, "reduce_scatter"), op == ReduceOp::Mean ? ncclAvg : ncclSum, r.comm, r.stream),
              "ncclReduceScatter", devices_[static_cast<std::size_t>(rank)]);
   finish(rank, "reduce_scatter");
@@ -149,7 +149,6 @@ void NcclCommunicator::reduce_scatter(int rank, const void* in, void* out, std::
 
 void NcclCommunicator::broadcast(int rank, void* data, std::size_t bytes, int root) {
   Rank& r = ready(rank, "broadcast");
-  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", devices_[static_cast<std::size_t>(rank)]);
   check_nccl(ncclBroadcast(data, data, bytes, ncclChar, root, r.comm, r.stream), "ncclBroadcast", devices_[static_cast<std::size_t>(rank)]);
   finish(rank, "broadcast");
   ++collectives_;
@@ -160,8 +159,7 @@ void NcclCommunicator::broadcast(int rank, void* data, std::size_t bytes, int ro
 // not wait for the legacy stream cudaMemcpy uses, so a kernel after recv could read stale data.
 void NcclCommunicator::send(int rank, int peer, const void* data, std::size_t bytes, int tag) {
   Rank& r = ready(rank, "send");
-  const std::string where = "send on " + devices_[static_cast<std::size_t>(rank)];
-  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", where);
+  const std::string& where = devices_[static_cast<std::size_t>(rank)];  // no string built per call
   r.host.resize(bytes);
   check_cuda(cudaMemcpyAsync(r.host.data(), data, bytes, cudaMemcpyDeviceToHost, r.stream), "cudaMemcpyAsync", where);
   check_cuda(cudaStreamSynchronize(r.stream), "cudaStreamSynchronize", where);
@@ -171,8 +169,7 @@ void NcclCommunicator::send(int rank, int peer, const void* data, std::size_t by
 
 void NcclCommunicator::recv(int rank, int peer, void* data, std::size_t bytes, int tag) {
   Rank& r = ready(rank, "recv");
-  const std::string where = "recv on " + devices_[static_cast<std::size_t>(rank)];
-  check_cuda(cudaSetDevice(ordinals_[static_cast<std::size_t>(rank)]), "cudaSetDevice", where);
+  const std::string& where = devices_[static_cast<std::size_t>(rank)];
   r.host.resize(bytes);
   mailboxes_.recv(rank, peer, r.host.data(), bytes, tag);
   check_cuda(cudaMemcpyAsync(data, r.host.data(), bytes, cudaMemcpyHostToDevice, r.stream), "cudaMemcpyAsync", where);
