@@ -80,6 +80,7 @@ class GradCheck {
  public:
   explicit GradCheck(uint64_t seed = 1) : rng_(seed) {}
   Graph g;
+  std::shared_ptr<const tandem::compile::Plan> plan;  // the last check's, to see what it ran
 
   Value uniform(const Shape& s, double lo = -2, double hi = 2) { return add(s, DType::F64, draw(s, lo, hi, false), true); }
   // Magnitudes in [lo, hi] with random signs: away from kinks and poles at zero.
@@ -118,7 +119,7 @@ class GradCheck {
       REQUIRE(d.valid());
       fetches.push_back(d);
     }
-    auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+    plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
     tandem::runtime::Executable exe(
         plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [](int, int) -> void* { return nullptr; });
     auto fetched = [&](int i) { return static_cast<const double*>(exe.fetch(0, i)); };

@@ -2,6 +2,7 @@
 #include <queue>
 #include <tuple>
 
+#include "compile/fusion.h"
 #include "compile/plan.h"
 #include "graph/op_registry.h"
 #include "tandem/errors.h"
@@ -66,7 +67,7 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
   return order;
 }
 
-Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches, int micro_batches,
+Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetched, int micro_batches,
                        int in_flight) {
   if (micro_batches < 1 || in_flight < 1 || in_flight > micro_batches)
     throw Error("internal: " + std::to_string(in_flight) + " of " + std::to_string(micro_batches) + " micro-batches in flight");
@@ -74,6 +75,8 @@ Program single_program(const std::string& device, graph::Graph g, const std::vec
   p.device = device;
   p.graph = std::move(g);
   for (int i = 0; i < p.graph.size(); ++i) p.graph.node(i).device = device;
+  std::vector<graph::Value> fetches = fetched;
+  if (fusion_enabled()) fuse(p.graph, fetches);
   const std::vector<int> order = execution_order(p.graph, fetches);
   p.blocks = blocks_by_phase(p.graph, order);
   if (micro_batches == 1) {

@@ -95,7 +95,7 @@ struct Plan {
   std::vector<FetchSite> fetches;
 };
 
-// One device's program: the graph ordered, cut into blocks, memory-planned for steps of
+// One device's program: the graph fused (compile/fusion.h), ordered, cut into blocks, memory-planned for steps of
 // `micro_batches` micro-batches of which `in_flight` are between forward and backward at once.
 Program single_program(const std::string& device, graph::Graph g, const std::vector<graph::Value>& fetches,
                        int micro_batches = 1, int in_flight = 1);

@@ -54,22 +54,25 @@ std::optional<graph::Signature> matmul_layout(const graph::LayoutQuery& q) {
 REGISTER_OP(
     .name = "matmul", .infer = infer_matmul,
     .grad = [](GradContext& c) {
-      const bool ta = c.attrs().b("transpose_a"), tb = c.attrs().b("transpose_b");
-      Value a = c.input(0), b = c.input(1), dy = c.dy();
-      const Shape a_shape = c.input_type(0).shape;
-      // Fold leading dims of a left operand of rank > 2 into rows: (B, ..., K) -> (B*..., K).
-      if (a_shape.rank() > 2) {
-        const int64_t k = a_shape.back();
-        a = reshape(c.g, a, {a_shape.num_elements() / k, k});
-        const Shape& ys = c.g.type(dy).shape;
-        dy = reshape(c.g, dy, {ys.num_elements() / ys.back(), ys.back()});
-      }
-      Value da = ta ? matmul(c.g, b, dy, tb, true) : matmul(c.g, dy, b, false, !tb);
-      Value db = tb ? matmul(c.g, dy, a, true, ta) : matmul(c.g, a, dy, !ta, false);
-      if (a_shape.rank() > 2) da = reshape(c.g, da, a_shape);
+      const auto [da, db] = matmul_gradients(c.g, c.input(0), c.input(1), c.dy(), c.attrs().b("transpose_a"), c.attrs().b("transpose_b"));
       c.set(0, da);
       c.set(1, db);
     }, .layout = matmul_layout);
+
+std::pair<Value, Value> matmul_gradients(Graph& g, Value a, Value b, Value dy, bool ta, bool tb) {
+  const Shape a_shape = g.type(a).shape;
+  // Fold leading dims of a left operand of rank > 2 into rows: (B, ..., K) -> (B*..., K).
+  if (a_shape.rank() > 2) {
+    const int64_t k = a_shape.back();
+    a = reshape(g, a, {a_shape.num_elements() / k, k});
+    const Shape& ys = g.type(dy).shape;
+    dy = reshape(g, dy, {ys.num_elements() / ys.back(), ys.back()});
+  }
+  Value da = ta ? matmul(g, b, dy, tb, true) : matmul(g, dy, b, false, !tb);
+  const Value db = tb ? matmul(g, dy, a, true, ta) : matmul(g, a, dy, !ta, false);
+  if (a_shape.rank() > 2) da = reshape(g, da, a_shape);
+  return {da, db};
+}
 
 Value matmul(Graph& g, Value a, Value b, bool ta, bool tb) {
   return g.add("matmul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}});

@@ -1,6 +1,7 @@
 // Graph-building functions: what layers, losses, optimizers and gradient rules call to emit ops.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "graph/op_registry.h"
@@ -12,6 +13,8 @@ Value scale(Graph& g, Value x, double factor);           // x * factor
 Value cast(Graph& g, Value x, DType to);
 
 Value matmul(Graph& g, Value a, Value b, bool transpose_a = false, bool transpose_b = false);
+// The gradients (d a, d b) of matmul(a, b) for the output gradient dy (also fused_matmul's).
+std::pair<Value, Value> matmul_gradients(Graph& g, Value a, Value b, Value dy, bool transpose_a, bool transpose_b);
 Value bias_add(Graph& g, Value x, Value bias);           // bias along the last axis
 Value add(Graph& g, Value a, Value b);                   // NumPy broadcasting
 Value sub(Graph& g, Value a, Value b);

@@ -36,6 +36,8 @@ REGISTER_OP(.name = "max_pool2d", .infer = infer_pool("max_pool2d"), .grad = [](
 }, .layout = rows({.batch_inputs = {0}}));
 
 // Inputs (x, dy) -> dx. Not differentiable itself (no second derivatives through max pooling).
+// Attr "relu" (set by the fusion pass, compile/fusion.h, when x is a relu's output): dx is
+// relu_grad(dx, x) as well, zero wherever x <= 0.
 REGISTER_OP(
     .name = "max_pool2d_grad",
     .infer = [](const Attrs& a, const std::vector<TensorType>& in) {

@@ -37,17 +37,18 @@ void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const double*
 
 // One thread's share: rows [r0, r1) and columns [c0, c1) of C.
 template <class T>
-void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta, int64_t r0, int64_t r1,
-                int64_t c0, int64_t c1) {
+void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta, const Epilogue<T>& e, int64_t r0,
+                int64_t r1, int64_t c0, int64_t c1) {
   // op(A) rows r0..r1: for A stored (m,k) take rows; for Aᵀ stored (k,m) take columns.
   const T* ab = ta ? a + r0 : a + r0 * k;
   const T* bb = tb ? b + c0 * k : b + c0;
   blas(ta, tb, r1 - r0, c1 - c0, k, ab, ta ? m : k, bb, tb ? k : n, c + r0 * n + c0, n, beta);
+  apply_epilogue(e, c, n, r0, r1, c0, c1);
 }
 }  // namespace
 
 template <class T>
-void gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta) {
+void gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta, const Epilogue<T>& e) {
   (void)kOneThread;
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
     throw Error("gemm: a product of " + std::to_string(m) + "x" + std::to_string(k) + " by " + std::to_string(k) + "x" + std::to_string(n) +
@@ -57,13 +58,14 @@ void gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
   constexpr int64_t kMinFlopsPerThread = 1 << 20;
   const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / std::max<int64_t>(1, k * (m >= n ? n : m)));
   if (m >= n) {
-    ctx.parallel_for(m, grain, [&](int64_t r0, int64_t r1) { gemm_block(ta, tb, m, n, k, a, b, c, beta, r0, r1, 0, n); });
+    ctx.parallel_for(m, grain, [&](int64_t r0, int64_t r1) { gemm_block(ta, tb, m, n, k, a, b, c, beta, e, r0, r1, 0, n); });
   } else {
-    ctx.parallel_for(n, grain, [&](int64_t c0, int64_t c1) { gemm_block(ta, tb, m, n, k, a, b, c, beta, 0, m, c0, c1); });
+    ctx.parallel_for(n, grain, [&](int64_t c0, int64_t c1) { gemm_block(ta, tb, m, n, k, a, b, c, beta, e, 0, m, c0, c1); });
   }
 }
 
-template void gemm<float>(Context&, bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, float);
-template void gemm<double>(Context&, bool, bool, int64_t, int64_t, int64_t, const double*, const double*, double*, double);
+template void gemm<float>(Context&, bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, float, const Epilogue<float>&);
+template void gemm<double>(Context&, bool, bool, int64_t, int64_t, int64_t, const double*, const double*, double*, double,
+                           const Epilogue<double>&);
 
 }  // namespace tandem::backend::cpu

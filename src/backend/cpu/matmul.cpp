@@ -1,4 +1,5 @@
-// matmul (leading axes of the left operand folded into rows) and bias_add.
+// matmul (leading axes of the left operand folded into rows), bias_add, and fused_matmul: the
+// product with the bias and activation applied by the GEMM's epilogue to each thread's block.
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernel_util.h"
 
@@ -6,7 +7,7 @@ namespace tandem::backend::cpu {
 
 namespace {
 template <class T>
-KernelFn make_matmul(const KernelInit& k) {
+KernelFn make_product(const KernelInit& k, Epilogue<T> epilogue) {
   const bool ta = k.node.attrs.b("transpose_a"), tb = k.node.attrs.b("transpose_b");
   const Shape& as = k.in_types[0].shape;
   const Shape& bs = k.in_types[1].shape;
@@ -17,7 +18,17 @@ KernelFn make_matmul(const KernelInit& k) {
   const T* b = in<T>(k, 1);
   T* c = out<T>(k);
   Context* ctx = &context(k);
-  return [=] { gemm<T>(*ctx, ta, tb, m, n, kk, a, b, c); };
+  return [=] { gemm<T>(*ctx, ta, tb, m, n, kk, a, b, c, T(0), epilogue); };
+}
+
+template <class T>
+KernelFn make_matmul(const KernelInit& k) {
+  return make_product<T>(k, {});
+}
+
+template <class T>
+KernelFn make_fused_matmul(const KernelInit& k) {
+  return make_product<T>(k, {in<T>(k, 2), parse_activation(k.node.attrs.s("activation"))});
 }
 
 template <class T>
@@ -39,5 +50,6 @@ KernelFn make_bias_add(const KernelInit& k) {
 
 REGISTER_CPU_FLOAT_KERNEL("matmul", make_matmul);
 REGISTER_CPU_FLOAT_KERNEL("bias_add", make_bias_add);
+REGISTER_CPU_FLOAT_KERNEL("fused_matmul", make_fused_matmul);
 
 }  // namespace tandem::backend::cpu

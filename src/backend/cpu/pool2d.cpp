@@ -71,6 +71,9 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
   T* dx = out<T>(k);
   Context* ctx = &context(k);
   const int64_t image = w.h * w.w * w.c;
+  // Fused relu_grad (x is a relu's output): a window whose maximum is <= 0 passes no gradient, and
+  // no other element receives any, so the mask costs nothing here.
+  const bool relu = k.node.attrs.b("relu");
   return [=] {
     ctx->parallel_for(w.n, grain(w, 1), [&](int64_t n0, int64_t n1) {
       std::fill(dx + n0 * image, dx + n1 * image, T(0));
@@ -100,7 +103,7 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
                     at[c] = better ? base + c : at[c];
                   }
                 }
-              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += g[c0 + c];
+              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu && best[c] <= T(0) ? T(0) : g[c0 + c];
             }
           }
       }

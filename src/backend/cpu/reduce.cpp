@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 
+#include "backend/cpu/column_sums.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/strided.h"
 #include "ops/ops.h"
@@ -30,27 +31,14 @@ KernelFn make_reduce(const KernelInit& k, bool mean) {
       for (int64_t o = 0; o < n_out; ++o) y[o] *= factor;
   };
 
-  // Column sums of a (rows, cols) view — bias gradients, batch means: each thread sums a block
-  // of rows into its own partial row, then the partials are added in thread order.
+  // Column sums of a (rows, cols) view: bias gradients, batch means.
   if (plan.dims.size() == 2 && plan.out_strides[0] == 0 && plan.out_strides[1] == 1) {
     const int64_t rows = plan.dims[0], cols = plan.dims[1];
-    const int threads = ctx->threads();
-    auto partial = std::make_shared<std::vector<T>>(static_cast<std::size_t>(threads * cols));
-    const int64_t block = (rows + threads - 1) / threads;
+    const ColumnSums<T> sums(*ctx, rows, cols);
     return [=] {
-      T* part = partial->data();
-      // Small inputs run all blocks on this thread: same blocks, same order, no wake-up.
-      ctx->parallel_for(threads, rows * cols >= kElementwiseGrain ? 1 : threads, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) {
-          T* acc = part + t * cols;
-          std::fill(acc, acc + cols, T(0));
-          for (int64_t r = t * block; r < std::min(rows, (t + 1) * block); ++r)
-            for (int64_t c = 0; c < cols; ++c) acc[c] += x[r * cols + c];
-        }
+      sums.run(y, [&](int64_t r, T* acc) {
+        for (int64_t c = 0; c < cols; ++c) acc[c] += x[r * cols + c];
       });
-      std::copy(part, part + cols, y);
-      for (int t = 1; t < threads; ++t)
-        for (int64_t c = 0; c < cols; ++c) y[c] += part[t * cols + c];
       finish();
     };
   }

@@ -1,5 +1,6 @@
-// conv2d, conv2d_backprop_input and conv2d_backprop_filter on channels-last tensors, on CUDA
-// devices with cuDNN.
+// conv2d, fused_conv2d (the convolution, then bias and activation in one pass),
+// conv2d_backprop_input and conv2d_backprop_filter on channels-last tensors, on CUDA devices with
+// cuDNN.
 //
 // Layouts. Images are NHWC, which cuDNN reads as they are. Tandem's kernels are (kh, kw, C, F), a
 // layout no cuDNN filter descriptor expresses, so each kernel instance keeps the filter in a cuDNN
@@ -16,6 +17,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "backend/cuda/bias_activation.cuh"
 #include "backend/cuda/conv_algorithm.h"
 #include "backend/cuda/device_scratch.h"
 #include "backend/cuda/kernel_util.cuh"
@@ -236,6 +238,20 @@ KernelFn make_conv2d(const KernelInit& k) {
   };
 }
 
+// Inputs (x, kernel, bias), attrs as conv2d's and "activation". An empty image still gives
+// activation(bias) everywhere, as the unfused graph does.
+template <class T>
+KernelFn make_fused_conv2d(const KernelInit& k) {
+  if (k.out_type().bytes() == 0) return {};
+  const KernelFn conv = make_conv2d<T>(k);
+  const BiasActivation<T> epilogue(k, in<T>(k, 2));
+  T* y = out<T>(k);
+  return [conv, epilogue, y] {
+    conv();
+    epilogue(y);
+  };
+}
+
 // Inputs (dy, kernel), attr "input_shape".
 template <class T>
 KernelFn make_conv2d_backprop_input(const KernelInit& k) {
@@ -268,6 +284,7 @@ KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("conv2d", make_conv2d);
+REGISTER_CUDA_FLOAT_KERNEL("fused_conv2d", make_fused_conv2d);
 REGISTER_CUDA_FLOAT_KERNEL("conv2d_backprop_input", make_conv2d_backprop_input);
 REGISTER_CUDA_FLOAT_KERNEL("conv2d_backprop_filter", make_conv2d_backprop_filter);
 

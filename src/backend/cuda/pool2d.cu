@@ -7,6 +7,7 @@
 // of the windows that contain it, in the CPU's window order (oy, ox ascending), so no atomics are
 // needed and the sums are bitwise the CPU's.
 #include "backend/cuda/kernel_util.cuh"
+#include "backend/elementwise_math.h"
 #include "ops/conv.h"
 
 namespace tandem::backend::cuda {
@@ -82,7 +83,9 @@ __device__ int64_t max_at(const T* img, const ops::Window2D& w, int64_t oy, int6
   return at;
 }
 
-template <class T>
+// kRelu: the fused relu_grad (x is a relu's output), which masks by x itself, the maximum of every
+// window whose gradient it receives.
+template <class T, bool kRelu>
 __global__ void max_pool_grad_kernel(T* dx, const T* x, const T* dy, ops::Window2D w, int64_t count) {
   TANDEM_CUDA_LOOP(i, count) {
     const Pixel p(i, w.h, w.w, w.c);
@@ -93,7 +96,7 @@ __global__ void max_pool_grad_kernel(T* dx, const T* x, const T* dy, ops::Window
     for (int64_t oy = rows.first; oy <= rows.last; ++oy)
       for (int64_t ox = cols.first; ox <= cols.last; ++ox)
         if (max_at(img, w, oy, ox) == self) sum += dy[((p.n * w.oh + oy) * w.ow + ox) * w.c + p.c];
-    dx[i] = sum;
+    dx[i] = kRelu ? ReluGrad{}(sum, img[self]) : sum;
   }
 }
 
@@ -144,10 +147,11 @@ template <class T>
 KernelFn make_max_pool(const KernelInit& k) {
   return per_output(k, max_pool_kernel<T>, pool_window(k, k.in_types[0].shape), out<T>(k), in<T>(k, 0));
 }
-// Inputs (x, dy).
+// Inputs (x, dy), attr "relu".
 template <class T>
 KernelFn make_max_pool_grad(const KernelInit& k) {
-  return per_output(k, max_pool_grad_kernel<T>, pool_window(k, k.in_types[0].shape), out<T>(k), in<T>(k, 0), in<T>(k, 1));
+  const auto kernel = k.node.attrs.b("relu") ? max_pool_grad_kernel<T, true> : max_pool_grad_kernel<T, false>;
+  return per_output(k, kernel, pool_window(k, k.in_types[0].shape), out<T>(k), in<T>(k, 0), in<T>(k, 1));
 }
 template <class T>
 KernelFn make_avg_pool(const KernelInit& k) {

@@ -1,0 +1,34 @@
+// activation_bias_grad(dy, y) -> (dx, dbias): the activation's gradient and its column sums in one
+// pass over the rows, summed as reduce_sum sums them (column_sums.h).
+#include "backend/cpu/column_sums.h"
+#include "backend/cpu/kernel_util.h"
+#include "backend/fused_activation.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+template <class T>
+KernelFn make_activation_bias_grad(const KernelInit& k) {
+  const T* dy = in<T>(k, 0);
+  const T* y = in<T>(k, 1);
+  T* dx = out<T>(k, 0);
+  T* dbias = out<T>(k, 1);
+  const int64_t cols = k.in_types[0].shape.back(), rows = numel(k.in_types[0]) / std::max<int64_t>(1, cols);
+  const ColumnSums<T> sums(context(k), rows, cols);
+  return with_activation_grad(parse_activation(k.node.attrs.s("activation")), [&](auto grad) -> KernelFn {
+    return [=] {
+      sums.run(dbias, [&](int64_t r, T* acc) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const T d = grad(dy[r * cols + c], y[r * cols + c]);
+          dx[r * cols + c] = d;
+          acc[c] += d;
+        }
+      });
+    };
+  });
+}
+}  // namespace
+
+REGISTER_CPU_FLOAT_KERNEL("activation_bias_grad", make_activation_bias_grad);
+
+}  // namespace tandem::backend::cpu

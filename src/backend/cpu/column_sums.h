@@ -1,0 +1,46 @@
+// Column sums of a (rows, cols) matrix in an order fixed by the shapes and the device's thread
+// count: one block of rows per thread, each summed into its own partial row, the partials then
+// added in block order. reduce_sum (bias gradients, batch means) and activation_bias_grad share it,
+// so a fused and an unfused graph sum in the same order.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/kernel_util.h"
+
+namespace tandem::backend::cpu {
+
+template <class T>
+class ColumnSums {
+ public:
+  ColumnSums(Context& ctx, int64_t rows, int64_t cols)
+      : ctx_(&ctx), rows_(rows), cols_(cols), partial_(std::make_shared<std::vector<T>>(static_cast<std::size_t>(ctx.threads() * cols))) {}
+
+  // y[c] = Σ_r of what row_into(r, acc) adds into acc[c] (it may write other outputs too).
+  template <class RowInto>
+  void run(T* y, RowInto&& row_into) const {
+    const int threads = ctx_->threads();
+    const int64_t block = (rows_ + threads - 1) / threads, cols = cols_, rows = rows_;
+    T* part = partial_->data();
+    // Small inputs run all blocks on this thread: same blocks, same order, no wake-up.
+    ctx_->parallel_for(threads, rows * cols >= kElementwiseGrain ? 1 : threads, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        T* acc = part + t * cols;
+        std::fill(acc, acc + cols, T(0));
+        for (int64_t r = t * block; r < std::min(rows, (t + 1) * block); ++r) row_into(r, acc);
+      }
+    });
+    std::copy(part, part + cols, y);
+    for (int t = 1; t < threads; ++t)
+      for (int64_t c = 0; c < cols; ++c) y[c] += part[t * cols + c];
+  }
+
+ private:
+  Context* ctx_;
+  int64_t rows_, cols_;
+  std::shared_ptr<std::vector<T>> partial_;  // the kernel's closure is copied; the scratch is shared
+};
+
+}  // namespace tandem::backend::cpu

@@ -1,0 +1,43 @@
+// activation_bias_grad(dy, y) -> (dx, dbias) on CUDA devices: one pass that writes the
+// activation's gradient and sums each column of it. A column is a line of the reduction machinery
+// (reduction.cuh), so its sum has a fixed order and the same bits on every run.
+#include "backend/cuda/reduction.cuh"
+#include "backend/fused_activation.h"
+
+namespace tandem::backend::cuda {
+
+namespace {
+template <class Group, class T, class Grad>
+__global__ void activation_bias_grad_kernel(T* dx, T* dbias, const T* dy, const T* y, AxisLines columns, Grad grad) {
+  for (int64_t c = Group::first_line(); c < columns.count(); c += Group::line_stride()) {
+    const int64_t base = columns.base(c);
+    const T sum = line_reduce<Group>(columns.n, T(0), Plus{}, [&](int64_t r) {
+      const int64_t i = base + r * columns.inner;
+      const T d = grad(dy[i], y[i]);
+      dx[i] = d;
+      return d;
+    });
+    if (Group::lane() == 0) dbias[c] = sum;
+  }
+}
+
+template <class T>
+KernelFn make_activation_bias_grad(const KernelInit& k) {
+  const T* dy = in<T>(k, 0);
+  const T* y = in<T>(k, 1);
+  T* dx = out<T>(k, 0);
+  T* dbias = out<T>(k, 1);
+  const int64_t cols = k.in_types[0].shape.back(), rows = numel(k.in_types[0]) / (cols > 0 ? cols : 1);
+  // Column c holds the rows' elements c, cols apart.
+  const LineLaunch shape(AxisLines(1, rows, cols), context(k));
+  return with_activation_grad(parse_activation(k.node.attrs.s("activation")), [&](auto grad) {
+    return line_kernel(k, shape, [=](auto group, unsigned grid, cudaStream_t s) {
+      activation_bias_grad_kernel<decltype(group)><<<grid, kBlock, 0, s>>>(dx, dbias, dy, y, shape.lines, grad);
+    });
+  });
+}
+}  // namespace
+
+REGISTER_CUDA_FLOAT_KERNEL("activation_bias_grad", make_activation_bias_grad);
+
+}  // namespace tandem::backend::cuda

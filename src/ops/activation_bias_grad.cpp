@@ -1,0 +1,34 @@
+// activation_bias_grad(dy, y) -> (dx, dbias): an activation's gradient dx = <activation>_grad(dy, y)
+// and its sums over every axis but the last (the gradient of the bias added before the
+// activation) in one pass. Made by the fusion pass (compile/fusion.h) from relu_grad, sigmoid_grad
+// or tanh_grad followed by that column sum; not differentiable itself, like the gradients it fuses.
+#include "ops/fused_activation.h"
+#include "ops/ops.h"
+#include "tandem/errors.h"
+
+namespace tandem::ops {
+
+bool fusable_activation(const std::string& op) { return op == "relu" || op == "sigmoid" || op == "tanh"; }
+
+void check_fused_activation(const Attrs& attrs, const char* op) {
+  const std::string& a = attrs.s("activation");
+  if (a != "linear" && !fusable_activation(a))
+    throw ShapeError(std::string(op) + ": activation must be linear, relu, sigmoid or tanh, got '" + a + "'");
+}
+
+Value activation_grad(Graph& g, const std::string& activation, Value dy, Value y) {
+  return activation == "linear" ? dy : g.add(activation + "_grad", {dy, y});
+}
+
+REGISTER_OP(
+    .name = "activation_bias_grad",
+    .infer = [](const Attrs& a, const std::vector<TensorType>& in) {
+      check_fused_activation(a, "activation_bias_grad");
+      if (a.s("activation") == "linear") throw ShapeError("activation_bias_grad: activation must be relu, sigmoid or tanh, got 'linear'");
+      if (in[0].shape != in[1].shape || in[0].dtype != in[1].dtype || !is_float(in[0].dtype) || in[0].shape.rank() < 1)
+        throw ShapeError("activation_bias_grad: expected a gradient and an activation output of one float shape, got " + in[0].shape.str() +
+                         " and " + in[1].shape.str());
+      return std::vector<TensorType>{in[0], {Shape{in[0].shape.back()}, in[0].dtype}};
+    });
+
+}  // namespace tandem::ops
