@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -170,4 +171,18 @@ TEST_CASE("fusion: training fused and unfused ends at the same weights (MLP and 
     CHECK(max_relative_difference(fused, unfused) <= 1e-6);  // 0 here: the same operations in the same order
     CHECK(max_relative_difference(train(cnn, dist::Mirrored(cpus(2)), false), unfused) <= 1e-5);
   }
+  std::remove(trace.c_str());
+}
+
+TEST_CASE("fusion: a fused op with a bias that does not match its output is refused with both shapes") {
+  GradCheck c(2);
+  const Value x = c.uniform({4, 3}), w = c.uniform({3, 5}), b = c.uniform({4});
+  CHECK_THROWS_WITH_AS(c.g.add("fused_matmul", {x, w, b}, {{"transpose_a", false}, {"transpose_b", false}, {"activation", std::string("relu")}}),
+                       doctest::Contains("fused_matmul: expected a bias of shape (5,) and dtype float64 for the output (4, 5), got (4,)"),
+                       tandem::ShapeError);
+  const Value img = c.uniform({1, 4, 4, 2}), k = c.uniform({3, 3, 2, 3});
+  CHECK_THROWS_WITH_AS(c.g.add("fused_conv2d", {img, k, b},
+                               {{"strides", std::vector<int64_t>{1, 1}}, {"dilation", std::vector<int64_t>{1, 1}},
+                                {"padding", std::string("valid")}, {"activation", std::string("elu")}}),
+                       doctest::Contains("fused_conv2d: activation must be linear, relu, sigmoid or tanh, got 'elu'"), tandem::ShapeError);
 }

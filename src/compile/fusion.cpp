@@ -101,17 +101,20 @@ class Fusion {
       rewrite(grad, "max_pool2d_grad", pool.inputs, std::move(attrs), {dy.node});
       return;
     }
-    for (const auto& [reader, index] : readers_[at(grad)])
-      if (index == 0 && is_column_sum(grad, reader)) {
-        graph::Attrs attrs;
-        attrs.set("activation", r.op.substr(0, r.op.size() - std::strlen("_grad")));
-        rewrite(grad, "activation_bias_grad", {dy, y}, std::move(attrs), {reader});
-        redirect({reader, 0}, {grad, 1});
-        return;
-      }
+    const int sum = column_sum_reader(grad);
+    if (sum < 0) return;
+    graph::Attrs attrs;
+    attrs.set("activation", r.op.substr(0, r.op.size() - std::strlen("_grad")));
+    rewrite(grad, "activation_bias_grad", {dy, y}, std::move(attrs), {sum});
+    redirect({sum, 0}, {grad, 1});
   }
 
-  // Whether `reader` sums output 0 of `grad` over every axis but the last, in the same block.
+  // A reader of output 0 of `grad` that sums it over every axis but the last, or -1.
+  int column_sum_reader(int grad) const {
+    for (const auto& [reader, index] : readers_[at(grad)])
+      if (index == 0 && is_column_sum(grad, reader)) return reader;
+    return -1;
+  }
   bool is_column_sum(int grad, int reader) const {
     const Node& s = g_.node(reader);
     if (s.op != "reduce_sum" || s.attrs.b("keepdims") || !same_block(grad, reader) || !removable(reader)) return false;

@@ -8,18 +8,6 @@
 
 namespace tandem::ops {
 
-bool fusable_activation(const std::string& op) { return op == "relu" || op == "sigmoid" || op == "tanh"; }
-
-void check_fused_activation(const Attrs& attrs, const char* op) {
-  const std::string& a = attrs.s("activation");
-  if (a != "linear" && !fusable_activation(a))
-    throw ShapeError(std::string(op) + ": activation must be linear, relu, sigmoid or tanh, got '" + a + "'");
-}
-
-Value activation_grad(Graph& g, const std::string& activation, Value dy, Value y) {
-  return activation == "linear" ? dy : g.add(activation + "_grad", {dy, y});
-}
-
 REGISTER_OP(
     .name = "activation_bias_grad",
     .infer = [](const Attrs& a, const std::vector<TensorType>& in) {

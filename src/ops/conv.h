@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 
 #include "graph/op_registry.h"
 
@@ -37,6 +38,10 @@ Value conv2d_backprop_input(Graph& g, Value dy, Value kernel, const Shape& input
 // The gradient of conv2d in its kernel: x, dy -> dkernel of `kernel_shape`.
 Value conv2d_backprop_filter(Graph& g, Value x, Value dy, const Shape& kernel_shape, Pair strides, Pair dilation,
                              const std::string& padding);
+
+// The gradients (dx, dkernel) of conv2d(x, kernel) with `attrs` (conv2d's) for the output gradient
+// dy (also fused_conv2d's).
+std::pair<Value, Value> conv2d_gradients(Graph& g, Value x, Value kernel, Value dy, const Attrs& attrs);
 
 // Pooling over (pool_h, pool_w) windows; padded positions never count: max ignores them and the
 // average divides by the number of real elements in each window (as Keras/TF do).

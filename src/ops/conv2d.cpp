@@ -50,11 +50,16 @@ REGISTER_OP(
       return one({conv_output(a, in[0].shape, in[1].shape, "conv2d"), in[0].dtype});
     },
     .grad = [](GradContext& c) {
-      const Pair s = pair_attr(c.attrs(), "strides"), d = pair_attr(c.attrs(), "dilation");
-      const std::string& p = c.attrs().s("padding");
-      c.set(0, conv2d_backprop_input(c.g, c.dy(), c.input(1), c.input_type(0).shape, s, d, p));
-      c.set(1, conv2d_backprop_filter(c.g, c.input(0), c.dy(), c.input_type(1).shape, s, d, p));
+      const auto [dx, dkernel] = conv2d_gradients(c.g, c.input(0), c.input(1), c.dy(), c.attrs());
+      c.set(0, dx);
+      c.set(1, dkernel);
     }, .layout = rows({.batch_inputs = {0}, .linear = {{0}, {1}}}));
+
+std::pair<Value, Value> conv2d_gradients(Graph& g, Value x, Value kernel, Value dy, const Attrs& attrs) {
+  const Pair s = pair_attr(attrs, "strides"), d = pair_attr(attrs, "dilation");
+  const std::string& p = attrs.s("padding");
+  return {conv2d_backprop_input(g, dy, kernel, g.type(x).shape, s, d, p), conv2d_backprop_filter(g, x, dy, g.type(kernel).shape, s, d, p)};
+}
 
 // Inputs (dy, kernel); attr "input_shape". dx = Bᵢ(dy, K) with ⟨conv(x, K), dy⟩ = ⟨x, Bᵢ(dy, K)⟩, so
 // for L = ⟨Bᵢ(dy, K), G⟩ = ⟨conv(G, K), dy⟩: dL/ddy = conv(G, K) and dL/dK = B_f(G, dy).

@@ -4,20 +4,12 @@
 // from matmul → bias_add → relu | sigmoid | tanh, or matmul → bias_add ("linear").
 #include "ops/fused_activation.h"
 #include "ops/ops.h"
-#include "tandem/errors.h"
 
 namespace tandem::ops {
 
 REGISTER_OP(
     .name = "fused_matmul",
-    .infer = [](const Attrs& a, const std::vector<TensorType>& in) {
-      check_fused_activation(a, "fused_matmul");
-      std::vector<TensorType> out = find("matmul").infer(a, {in[0], in[1]});
-      if (in[2].shape != Shape{out[0].shape.back()} || in[2].dtype != out[0].dtype)
-        throw ShapeError("fused_matmul: expected a bias of shape (" + std::to_string(out[0].shape.back()) + ",) for the product " +
-                         out[0].shape.str() + ", got " + in[2].shape.str());
-      return out;
-    },
+    .infer = [](const Attrs& a, const std::vector<TensorType>& in) { return infer_fused_product("fused_matmul", "matmul", a, in); },
     .grad = [](GradContext& c) {
       const Value dz = activation_grad(c.g, c.attrs().s("activation"), c.dy(), c.output());
       const auto [da, db] = matmul_gradients(c.g, c.input(0), c.input(1), dz, c.attrs().b("transpose_a"), c.attrs().b("transpose_b"));

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/elementwise_math.h"
 #include "ops/conv.h"
 
 namespace tandem::backend::cpu {
@@ -103,7 +104,7 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
                     at[c] = better ? base + c : at[c];
                   }
                 }
-              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu && best[c] <= T(0) ? T(0) : g[c0 + c];
+              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu ? ReluGrad{}(g[c0 + c], best[c]) : g[c0 + c];
             }
           }
       }
