@@ -73,42 +73,51 @@ struct TandemConv {
 
 // oneDNN's three primitives for `s` on channels-last tensors and (kh, kw, C, F) weights.
 struct OneDnnConv {
+  using tag = dnnl::memory::format_tag;
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{eng};
-  dnnl::memory x, k, kd_data, y, dy, dx, dk;
-  dnnl::primitive fwd, bwd_data, bwd_weights;
+  dnnl::memory::desc xd, yd, kd;
+  dnnl::convolution_forward::primitive_desc fwd_pd;
+  dnnl::convolution_backward_data::primitive_desc data_pd;
+  dnnl::convolution_backward_weights::primitive_desc weights_pd;
+  dnnl::primitive fwd{fwd_pd}, bwd_data{data_pd}, bwd_weights{weights_pd};
+  // Filled as Tandem's are: left uninitialised, a reused allocation can hold denormals.
+  dnnl::memory x = filled(xd, 0.5f), y = filled(yd, 0), dy = filled(yd, 0.125f), dx = filled(xd, 0);
+  dnnl::memory k = filled(fwd_pd.weights_desc(), 0.25f), k_for_data = filled(data_pd.weights_desc(), 0.25f),
+               dk = filled(weights_pd.diff_weights_desc(), 0);
 
   // `blocked_weights`: the weights in the layout each primitive picks (format `any`), where the
   // activations stay channels-last; a framework would reorder its weights once a step.
-  OneDnnConv(const Conv& s, bool blocked_weights) {
-    using tag = dnnl::memory::format_tag;
-    using dt = dnnl::memory::data_type;
-    const dnnl::memory::desc xd({s.n, s.c, s.h, s.w}, dt::f32, tag::nhwc), yd({s.n, s.f, s.oh(), s.ow()}, dt::f32, tag::nhwc),
-        kd({s.f, s.c, 3, 3}, dt::f32, blocked_weights ? tag::any : tag::hwio);
-    const dnnl::memory::dims strides{1, 1}, pad{0, 0};
-    dnnl::post_ops relu;
-    relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(relu);
-    const dnnl::convolution_forward::primitive_desc fpd(
-        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, xd, kd, yd, strides, pad, pad}, attr, eng);
-    const dnnl::convolution_backward_data::primitive_desc dpd({dnnl::algorithm::convolution_direct, xd, kd, yd, strides, pad, pad}, eng, fpd);
-    const dnnl::convolution_backward_weights::primitive_desc wpd({dnnl::algorithm::convolution_direct, xd, kd, yd, strides, pad, pad}, eng,
-                                                                 fpd);
-    fwd = dnnl::convolution_forward(fpd), bwd_data = dnnl::convolution_backward_data(dpd), bwd_weights = dnnl::convolution_backward_weights(wpd);
-    x = dnnl::memory(xd, eng), y = dnnl::memory(yd, eng), dy = dnnl::memory(yd, eng), dx = dnnl::memory(xd, eng);
-    k = dnnl::memory(fpd.weights_desc(), eng), kd_data = dnnl::memory(dpd.weights_desc(), eng), dk = dnnl::memory(wpd.diff_weights_desc(), eng);
-  }
+  OneDnnConv(const Conv& s, bool blocked_weights)
+      : xd({s.n, s.c, s.h, s.w}, dnnl::memory::data_type::f32, tag::nhwc),
+        yd({s.n, s.f, s.oh(), s.ow()}, dnnl::memory::data_type::f32, tag::nhwc),
+        kd({s.f, s.c, 3, 3}, dnnl::memory::data_type::f32, blocked_weights ? tag::any : tag::hwio),
+        fwd_pd({dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, xd, kd, yd, kStrides, kPad, kPad}, relu(), eng),
+        data_pd({dnnl::algorithm::convolution_direct, xd, kd, yd, kStrides, kPad, kPad}, eng, fwd_pd),
+        weights_pd({dnnl::algorithm::convolution_direct, xd, kd, yd, kStrides, kPad, kPad}, eng, fwd_pd) {}
+
   std::string implementations() const {
-    return std::string(fwd.get_primitive_desc() ? dnnl::primitive_desc_base(const_cast<dnnl_primitive_desc_t>(fwd.get_primitive_desc()), true).impl_info_str() : "?")
-        .append(" / ")
-        .append(dnnl::primitive_desc_base(const_cast<dnnl_primitive_desc_t>(bwd_data.get_primitive_desc()), true).impl_info_str())
-        .append(" / ")
-        .append(dnnl::primitive_desc_base(const_cast<dnnl_primitive_desc_t>(bwd_weights.get_primitive_desc()), true).impl_info_str());
+    return std::string(fwd_pd.impl_info_str()).append(" / ").append(data_pd.impl_info_str()).append(" / ").append(weights_pd.impl_info_str());
   }
   void forward() { run(fwd, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, k}, {DNNL_ARG_DST, y}}); }
-  void backward_data() { run(bwd_data, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, kd_data}, {DNNL_ARG_DIFF_SRC, dx}}); }
+  void backward_data() { run(bwd_data, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, k_for_data}, {DNNL_ARG_DIFF_SRC, dx}}); }
   void backward_weights() { run(bwd_weights, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dk}}); }
+
+ private:
+  static inline const dnnl::memory::dims kStrides{1, 1}, kPad{0, 0};
+  static dnnl::primitive_attr relu() {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    return attr;
+  }
+  dnnl::memory filled(const dnnl::memory::desc& d, float value) {
+    dnnl::memory m(d, eng);
+    float* p = static_cast<float*>(m.get_data_handle());
+    std::fill(p, p + d.get_size() / sizeof(float), value);
+    return m;
+  }
   void run(dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
     p.execute(stream, args);
     stream.wait();

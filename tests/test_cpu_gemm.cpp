@@ -1,7 +1,8 @@
 // The CPU GEMM (backend/cpu/gemm.h) against a plain triple loop in double, for float products on
 // both of its libraries (oneDNN for most shapes, OpenBLAS where a side is 16 or fewer), every
 // transpose, accumulation into C, the bias-and-activation epilogue, more threads than cores, and
-// several devices calling it at once, as Mirrored's do.
+// several devices calling it at once, as Mirrored's do; and its refusal of sizes the libraries
+// cannot take.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "backend/cpu/context.h"
 #include "backend/cpu/gemm.h"
+#include "tandem/errors.h"
 
 namespace cpu = tandem::backend::cpu;
 
@@ -106,4 +108,11 @@ TEST_CASE("cpu gemm: four devices multiplying at once each get their own correct
         for (const Product& p : {kProducts[0], kProducts[1], kProducts[4]}) run(ctx, p, 0.0f, false, unsigned(100 * d + round));
     });
   for (std::thread& t : devices) t.join();
+}
+
+TEST_CASE("cpu gemm: a product too large for the libraries' 32-bit sizes is refused, naming its shape") {
+  cpu::Context ctx(1);
+  const int64_t rows = int64_t(1) << 31;
+  CHECK_THROWS_WITH_AS(cpu::gemm<float>(ctx, false, false, rows, 4, 3, nullptr, nullptr, nullptr),
+                       "gemm: a product of 2147483648x3 by 3x4 exceeds the BLAS's 32-bit sizes", tandem::Error);
 }

@@ -25,15 +25,20 @@ const bool kOneThread = [] {
   return true;
 }();
 
+// "MxK by KxN", for errors.
+std::string product(int64_t m, int64_t n, int64_t k) {
+  return std::to_string(m).append("x").append(std::to_string(k)).append(" by ").append(std::to_string(k)).append("x").append(std::to_string(n));
+}
+blasint int32(int64_t v) { return static_cast<blasint>(v); }  // gemm checked the sizes fit
+CBLAS_TRANSPOSE op(bool transpose) { return transpose ? CblasTrans : CblasNoTrans; }
+
 void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
           int64_t ldc, float beta) {
   // A product with an inner or outer side this short (a one-channel 3×3 convolution: k = 9, or its
   // filter gradient: rows = 9) ran ≈8 % faster in OpenBLAS.
   constexpr int64_t kShortSide = 16;
   if (k <= kShortSide || rows <= kShortSide) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
-                static_cast<blasint>(cols), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
-                beta, c, static_cast<blasint>(ldc));
+    cblas_sgemm(CblasRowMajor, op(ta), op(tb), int32(rows), int32(cols), int32(k), 1.0f, a, int32(lda), b, int32(ldb), beta, c, int32(ldc));
     return;
   }
   // oneDNN sizes its work by the calling thread's OpenMP thread count; one keeps it on this thread
@@ -45,15 +50,12 @@ void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* 
   (void)one_openmp_thread;
   const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', rows, cols, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
   if (status != dnnl_success)
-    throw Error(std::string("gemm: oneDNN's sgemm failed for ").append(std::to_string(rows)).append("x").append(std::to_string(k))
-                    .append(" by ").append(std::to_string(k)).append("x").append(std::to_string(cols))
-                    .append(" (status ").append(std::to_string(static_cast<int>(status))).append(")"));
+    throw Error(std::string("gemm: oneDNN's sgemm failed for ").append(product(rows, cols, k)).append(" (status ")
+                    .append(std::to_string(static_cast<int>(status))).append(")"));
 }
 void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb, double* c,
           int64_t ldc, double beta) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
-              static_cast<blasint>(cols), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+  cblas_dgemm(CblasRowMajor, op(ta), op(tb), int32(rows), int32(cols), int32(k), 1.0, a, int32(lda), b, int32(ldb), beta, c, int32(ldc));
 }
 
 // One thread's share: rows [r0, r1) and columns [c0, c1) of C.
@@ -72,8 +74,7 @@ template <class T>
 void gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta, const Epilogue<T>& e) {
   (void)kOneThread;
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
-    throw Error("gemm: a product of " + std::to_string(m) + "x" + std::to_string(k) + " by " + std::to_string(k) + "x" + std::to_string(n) +
-                " exceeds the BLAS's 32-bit sizes");
+    throw Error(std::string("gemm: a product of ").append(product(m, n, k)).append(" exceeds the BLAS's 32-bit sizes"));
   if (m == 0 || n == 0) return;
   // Split the larger output side across the device's threads; each part is an independent GEMM.
   constexpr int64_t kMinFlopsPerThread = 1 << 20;
