@@ -79,9 +79,25 @@ class BatchNormalizationLayer : public Layer {
     const ops::BatchNormTrainResult r = ops::batch_norm_train(g, x, gamma, beta, axis_, opts_.epsilon);
     // Keras 3 moves both statistics towards the batch's, the variance being the biased one. The
     // updates are Update-phase nodes, so they run after the step's forward and backward passes.
-    ops::assign_moving_average(g, ctx.variable(*moving_mean_), r.mean, opts_.momentum);
-    ops::assign_moving_average(g, ctx.variable(*moving_variance_), r.variance, opts_.momentum);
+    const auto [mean, variance] = step_statistics(ctx, r);
+    ops::assign_moving_average(g, ctx.variable(*moving_mean_), mean, opts_.momentum);
+    ops::assign_moving_average(g, ctx.variable(*moving_variance_), variance, opts_.momentum);
     return r.y;
+  }
+
+  // The statistics of the step's whole batch. A step cut into micro-batches normalises each by its
+  // own statistics (as GPipe does: the whole batch is never in memory at once), but the moving
+  // statistics move once, towards the whole batch's (torchgpipe's deferred batch norm): its mean
+  // is the mean of the micro-batches' equal-sized means, its biased variance E[x²] − mean², with
+  // E[x²] the mean of each micro-batch's variance + mean².
+  static std::pair<graph::Value, graph::Value> step_statistics(CallContext& ctx, const ops::BatchNormTrainResult& r) {
+    if (ctx.micro_batches == 1) return {r.mean, r.variance};
+    graph::Graph& g = ctx.g;
+    const double share = 1.0 / ctx.micro_batches;
+    const graph::Value mean = ops::micro_sum(g, ops::scale(g, r.mean, share));
+    const graph::Value second_moment = ops::micro_sum(g, ops::scale(g, ops::add(g, r.variance, ops::square(g, r.mean)), share));
+    graph::ScopeGuard phase(g, graph::Phase::Update);
+    return {mean, ops::sub(g, second_moment, ops::square(g, mean))};
   }
 
  private:

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "layer_base/call_context.h"
@@ -374,6 +375,74 @@ TEST_CASE("normalization: fit updates the moving statistics, evaluate and predic
       want += (after[0].item(f) * normed + after[1].item(f)) * kernel.item(f);
     }
     CHECK(pred.item(r) == doctest::Approx(want).epsilon(1e-5));
+  }
+}
+
+// Micro-batches (GPipe): each micro-batch is normalised by its own statistics, so the first step's
+// loss is that of the micro-batches' normalisations; the moving statistics move once per step
+// towards the whole batch's (deferred batch norm). BatchNormalization is the first layer, so both
+// follow in closed form from the input. Before, the moving statistics followed the last
+// micro-batch alone.
+TEST_CASE("normalization: under micro-batches each is normalised by its own statistics, the moving statistics by the whole batch's") {
+  constexpr int64_t kRows = 16, kFeatures = 3, kBatch = 8, kMicro = 4;
+  constexpr double kMomentum = 0.6;
+  std::vector<float> xs, ys;
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t f = 0; f < kFeatures; ++f) xs.push_back(static_cast<float>(0.25 * double(r * r % 7) + 1.5 * double(f) - 0.3 * double(r % 3)));
+    ys.push_back(static_cast<float>(0.1 * double(r) - 0.4));
+  }
+  const tandem::Tensor x = tandem::Tensor::from({kRows, kFeatures}, std::span<const float>(xs));
+  const tandem::Tensor y = tandem::Tensor::from({kRows, 1}, std::span<const float>(ys));
+  const auto rows = [&](int64_t first, int64_t count) {
+    return std::vector<double>(xs.begin() + first * kFeatures, xs.begin() + (first + count) * kFeatures);
+  };
+
+  namespace dist = tandem::distribute;
+  const std::vector<std::pair<std::string, std::function<dist::StrategyPtr()>>> strategies{
+      {"Default", [] { return dist::Default("cpu:0", {.micro_batches = kMicro}); }},
+      {"Pipeline GPipe", [] { return dist::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {"head"}, .micro_batches = kMicro, .schedule = dist::PipelineSchedule::GPipe}); }},
+      {"Pipeline 1F1B", [] { return dist::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {"head"}, .micro_batches = kMicro}); }}};
+  for (const auto& [name, strategy] : strategies) {
+    CAPTURE(name);
+    auto in = tandem::Input({kFeatures});
+    auto bn = tl::BatchNormalization({.momentum = kMomentum});
+    tandem::Model model(in, tl::Dense(1, "", {.name = "head"})(bn(in)));
+    model.compile({.optimizer = tandem::optimizers::SGD(0.05), .loss = tandem::losses::MeanSquaredError(), .strategy = strategy()});
+    const std::vector<tandem::Tensor> initial = model.get_weights();
+
+    // The first step's loss, from the initial weights (gamma 1, beta 0) and each micro-batch's
+    // statistics: the mean over the batch of (kernel · (x − mean_m)/sqrt(var_m + ε) + bias − y)².
+    const tandem::History first = model.fit(x.rows(0, kBatch), y.rows(0, kBatch), {.epochs = 1, .batch_size = kBatch, .shuffle = false, .verbose = 0});
+    double loss = 0;
+    const int64_t micro_rows = kBatch / kMicro;
+    for (int64_t m = 0; m < kMicro; ++m) {
+      const Stats st = channel_stats(rows(m * micro_rows, micro_rows), {micro_rows, kFeatures}, 1);
+      for (int64_t r = m * micro_rows; r < (m + 1) * micro_rows; ++r) {
+        double pred = initial[5].item(0);
+        for (int64_t f = 0; f < kFeatures; ++f) {
+          const auto k = static_cast<std::size_t>(f);
+          pred += (xs[static_cast<std::size_t>(r * kFeatures + f)] - st.mean[k]) / std::sqrt(st.var[k] + kEpsilon) * initial[4].item(f);
+        }
+        loss += (pred - ys[static_cast<std::size_t>(r)]) * (pred - ys[static_cast<std::size_t>(r)]) / double(kBatch);
+      }
+    }
+    CHECK(first.history.at("loss").at(0) == doctest::Approx(loss).epsilon(1e-5));
+
+    // The rest of the data: the moving statistics after every step, from the whole batches.
+    model.fit(x.rows(kBatch, kRows), y.rows(kBatch, kRows), {.epochs = 1, .batch_size = kBatch, .shuffle = false, .verbose = 0});
+    std::vector<double> mean(kFeatures, 0.0), var(kFeatures, 1.0);
+    for (int64_t b = 0; b < kRows / kBatch; ++b) {
+      const Stats st = channel_stats(rows(b * kBatch, kBatch), {kBatch, kFeatures}, 1);
+      for (std::size_t f = 0; f < kFeatures; ++f) {
+        mean[f] = mean[f] * kMomentum + st.mean[f] * (1 - kMomentum);
+        var[f] = var[f] * kMomentum + st.var[f] * (1 - kMomentum);
+      }
+    }
+    const auto& w = bn->weights();
+    for (std::size_t f = 0; f < kFeatures; ++f) {
+      CHECK(w[2]->value().item(static_cast<int64_t>(f)) == doctest::Approx(mean[f]).epsilon(1e-5));
+      CHECK(w[3]->value().item(static_cast<int64_t>(f)) == doctest::Approx(var[f]).epsilon(1e-5));
+    }
   }
 }
 

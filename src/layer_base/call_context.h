@@ -12,6 +12,9 @@ class CallContext {
   graph::Graph& g;
   bool training;          // Dropout and (later) BatchNormalization behave differently
   graph::Value step;      // the optimizer's iteration counter (int64 scalar), for dropout masks
+  // How many micro-batches of a training step run this graph, one after another; values summed
+  // over them with ops::micro_sum reach the step's update once.
+  int micro_batches = 1;
 
   graph::Value variable(const Variable& v) {
     return g.variable({v.id(), v.path(), v.value().type(), v.trainable()});

@@ -151,6 +151,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
   // Dropout masks follow the count of training steps.
   const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
   CallContext ctx(g, train, counter);
+  ctx.micro_batches = static_cast<int>(micro_batches);
   const std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, step.micro_rows));
   if (kind == StepKind::Predict) {
     for (graph::Value pred : preds) {
