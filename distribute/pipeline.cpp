@@ -3,6 +3,7 @@
 // metrics on the last; everything else where the pass puts it (updates with their variables).
 // The pass's send/recv carries activations forward and their gradients back, also across several
 // stages for a skip connection. Each batch runs as micro-batches in a GPipe or 1F1B order.
+#include <algorithm>
 #include <set>
 
 #include "compile/lower.h"
@@ -61,7 +62,7 @@ class PipelineStrategy : public Strategy {
 
   compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
     const int stages = stages_, replicas = replicas_, chunks = chunks_, last = stages * chunks - 1;
-    const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages * chunks);
+    const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages * chunks, stages);
     auto chunk = [chunk_of, last](const graph::Node& n) {
       if (n.scope == "loss" || n.phase == graph::Phase::Metric) return last;
       const auto it = chunk_of.find(n.scope);
@@ -102,7 +103,7 @@ class PipelineStrategy : public Strategy {
 
   PlacementTable placement(const graph::Graph& g) const override {
     const std::vector<LayerCost> costs = layer_costs(g);
-    const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages_ * chunks_);
+    const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages_ * chunks_, stages_);
     double total = 0;
     for (const LayerCost& c : costs) total += c.cost;
     auto share = [total](double flops) { return percent(total > 0 ? flops / total : 0); };
@@ -125,11 +126,22 @@ class PipelineStrategy : public Strategy {
       line += " of the estimated cost (forward and backward FLOPs)";
       t.notes.push_back(line);
     }
-    // The idle share of a step in a balanced pipeline: (S − 1) / (v·M + S − 1).
-    const double m = static_cast<double>(options_.micro_batches), idle = stages_ - 1.0;
-    std::string bubble = std::to_string(options_.micro_batches) + " micro-batches per batch; a balanced step idles ";
-    bubble += percent(idle / (chunks_ * m + idle));
-    bubble += " of each device's time in the bubble";
+    // The idle share of a step: a device works its chunks' cost on each of the M micro-batches; a
+    // step lasts about the busiest stage's work stretched by the pipeline's fill and drain,
+    // (v·M + S − 1)/(v·M), so a balanced pipeline idles (S − 1)/(v·M + S − 1) and an unbalanced one
+    // idles more, waiting for its busiest stage.
+    const double work = chunks_ * static_cast<double>(options_.micro_batches), fill = stages_ - 1.0;
+    const auto busiest = std::max_element(stage_flops.begin(), stage_flops.end());
+    const double evenness = *busiest > 0 ? total / stages_ / *busiest : 1.0;
+    std::string bubble = std::to_string(options_.micro_batches) + " micro-batches per batch; an estimated step idles ";
+    bubble += percent(1 - evenness * work / (work + fill));
+    bubble += " of each device's time";
+    if (evenness < 0.95) {
+      bubble += " (the bubble, " + percent(fill / (work + fill)) + ", and waiting for stage " +
+                std::to_string(busiest - stage_flops.begin()) + ", the busiest)";
+    } else {
+      bubble += " in the bubble";
+    }
     t.notes.push_back(bubble);
     return t;
   }

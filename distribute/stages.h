@@ -30,7 +30,13 @@ std::string percent(double fraction);
 // the index of each group's first layer.
 std::vector<std::size_t> balanced_cuts(const std::vector<LayerCost>& costs, int stages);
 
-// Layer scope -> stage. `boundaries` name the first layer of stages 1, 2, ...; empty: balanced.
-std::map<std::string, int> assign_stages(const graph::Graph& g, const std::vector<std::string>& boundaries, int stages);
+// Contiguous runs of `costs` into `chunks` groups, group k on device k mod `devices` (the
+// interleaved schedule's chunks), minimising the busiest device's summed cost; returns the index of
+// each group's first layer. With as many devices as chunks, balanced_cuts.
+std::vector<std::size_t> interleaved_cuts(const std::vector<LayerCost>& costs, int chunks, int devices);
+
+// Layer scope -> stage (or chunk). `boundaries` name the first layer of stages 1, 2, ...; empty:
+// balanced over `devices` (0: one per stage), stage k on device k mod devices.
+std::map<std::string, int> assign_stages(const graph::Graph& g, const std::vector<std::string>& boundaries, int stages, int devices = 0);
 
 }  // namespace tandem::distribute

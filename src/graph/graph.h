@@ -66,6 +66,9 @@ class Graph {
   int variable_node(int variable_id) const;  // -1 if the graph never reads it
 
   std::string scope;            // applied to nodes added from now on
+  // The layers traced into the graph, in call order, each once, including those that emit no node
+  // (a linear Activation), so that every layer a summary lists can name a pipeline stage's start.
+  std::vector<std::string> layers;
   Phase phase = Phase::Forward;
   int stage = 0;
 

@@ -61,6 +61,7 @@ std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector
     std::vector<graph::Value> ins;
     for (const Symbol& s : call->inputs) ins.push_back(value.at(s.node().get()));
     graph::ScopeGuard scope(ctx.g, call->layer->name());
+    if (std::find(ctx.g.layers.begin(), ctx.g.layers.end(), call->layer->name()) == ctx.g.layers.end()) ctx.g.layers.push_back(call->layer->name());
     value[call.get()] = call->layer->emit(ctx, ins);
   }
   std::vector<graph::Value> out;
