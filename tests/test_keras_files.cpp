@@ -246,6 +246,9 @@ TEST_CASE("keras files: damaged or foreign archives and Keras files are refused 
     std::ofstream(scratch("notes.keras")) << "hello\nthis is not a model\n";
     CHECK(load_error(scratch("notes.keras")).find("notes.keras is not a Keras archive: a `.keras` file is a zip archive, and this one is a "
                                                    "text file (it begins \"hello\")") != std::string::npos);
+    std::ofstream(scratch("program.keras"), std::ios::binary) << std::string("\x7f" "ELF\x02\x01\x01\x00\x00", 9);
+    CHECK(load_error(scratch("program.keras")).find("program.keras is not a Keras archive: a `.keras` file is a zip archive, and this one is "
+                                                     "binary data of another kind (it begins 7f 45 4c 46 02 01 01 00 ...)") != std::string::npos);
     std::ofstream(scratch("notes.h5")) << "hello\n";
     CHECK(load_error(scratch("notes.h5")).find("notes.h5 is not a model file: load_model reads Keras archives (zip) and HDF5 files, and this "
                                                 "one is a text file") != std::string::npos);

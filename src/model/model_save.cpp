@@ -69,7 +69,8 @@ std::optional<Json> json_attribute(const io::H5File& f, const char* name) {
 }
 
 // What a file that is neither a zip archive nor HDF5 is, from its first bytes: "a text file (it
-// begins "...")" or "binary data (it begins 7f 45 4c 46 ...)"; empty when it cannot be read.
+// begins "...")" or "binary data of another kind (it begins 7f 45 4c 46 ...)"; empty when it cannot
+// be read.
 std::string file_kind(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string head(64, '\0');
