@@ -26,6 +26,10 @@ struct Archive {
       zip_error_init_with_code(&e, code);
       const std::string reason = zip_error_strerror(&e);
       zip_error_fini(&e);
+      // read_zip opens only files that start as a zip archive does: the rest is missing or damaged.
+      if (flags & ZIP_RDONLY)
+        throw Error(path + " is not a readable Keras archive: it starts as a zip archive (a `.keras` file is one), but it is " +
+                    "damaged or truncated (libzip: " + reason + ")");
       throw Error(path + ": cannot open the zip archive: " + reason);
     }
   }

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <set>
 
+#include "layer_base/initializers.h"
 #include "tandem/errors.h"
 
 namespace tandem::layers {
@@ -14,6 +15,8 @@ std::string config_text(const Layer& layer, const Json& args, std::initializer_l
   for (const char* key : none) config[key] = nullptr;
   return config.dump();
 }
+
+uint64_t layer_seed(std::optional<uint64_t> from_config) { return (from_config ? *from_config : next_seed()) % kSeedLimit; }
 
 LayerRegistry& layer_registry() {
   static LayerRegistry r;  // built on first use: layer files' registrations may run before this file's statics

@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -49,6 +50,14 @@ bool is_custom_layer_class(const std::string& class_name);
 // class is registered, or naming the key if the config is not one the class accepts (a key the class
 // does not read is refused too); throws Error if any layer class failed to register.
 std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Json& config);
+
+// The seed of a layer's own random stream (Dropout, MultiHeadAttention's dropout): `from_config`
+// when a config gives one, else drawn from the global seed. Keras keeps a layer's seed in a
+// SeedGenerator whose state is uint32 on JAX and int32 on PyTorch, and refuses a larger one when it
+// loads the config, so seeds stay below 2^31: a larger one (older Tandem files wrote 64-bit seeds)
+// is folded into that range.
+uint64_t layer_seed(std::optional<uint64_t> from_config);
+constexpr uint64_t kSeedLimit = uint64_t(1) << 31;
 
 // Every registered class name, sorted.
 std::vector<std::string> registered_layer_classes();

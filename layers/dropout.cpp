@@ -2,7 +2,6 @@
 #include <optional>
 
 #include "layer_base/call_context.h"
-#include "layer_base/initializers.h"
 #include "layers/config.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -15,7 +14,7 @@ class DropoutLayer : public Layer {
  public:
   // The mask seed is drawn from the global seed unless given (a rebuilt layer keeps its old one).
   DropoutLayer(double rate, const std::string& name, std::optional<uint64_t> seed = std::nullopt)
-      : Layer("dropout", name), rate_(rate), seed_(seed ? *seed : next_seed()) {
+      : Layer("dropout", name), rate_(rate), seed_(layer_seed(seed)) {
     if (!(rate >= 0.0 && rate < 1.0))
       throw ValueError("Dropout \"" + this->name() + "\": rate must be in [0, 1), got " + std::to_string(rate));
   }

@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "layer_base/call_context.h"
-#include "layer_base/initializers.h"
 #include "layers/config.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
@@ -25,7 +24,7 @@ class MultiHeadAttentionLayer : public Layer {
   // The dropout seed is drawn from the global seed unless given (a rebuilt layer keeps its old one).
   MultiHeadAttentionLayer(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions o, std::optional<uint64_t> seed = std::nullopt)
       : Layer("multi_head_attention", o.name), heads_(num_heads), key_dim_(key_dim), opts_(std::move(o)),
-        seed_(seed ? *seed : next_seed()) {
+        seed_(layer_seed(seed)) {
     if (heads_ <= 0) throw ValueError(who() + ": num_heads must be positive, got " + std::to_string(heads_));
     if (key_dim_ <= 0) throw ValueError(who() + ": key_dim must be positive, got " + std::to_string(key_dim_));
     if (opts_.value_dim < 0) throw ValueError(who() + ": value_dim must be positive (or 0 for key_dim), got " + std::to_string(opts_.value_dim));

@@ -21,10 +21,20 @@ two branches joined by Add, and a model with the remaining layer classes):
       Tandem and has Tandem's step count; both train one more batch, and Keras's predictions stay
       within 1e-4 of Tandem's (which needs Tandem's optimizer state: moments and momentum).
 
+  (e) A two-input, two-output model with a loss per output (see multi_io_checks).
+  (f) Models checked by their predictions (make_keras_files.PREDICT_ONLY): "norm", functional with
+      MultiHeadAttention (dropout 0.1), BatchNormalization and Dropout, and "uncompiled", a model
+      never compiled. Keras saves `.keras` and `.h5`; Tandem loads both and predicts within 1e-5 of
+      Keras; Tandem trains one batch (the compiled one) and saves a `.keras`, which Keras loads
+      without warnings (compiled or not, as saved) and predicts within 1e-5 of Tandem.
+
 Keras runs on the JAX CPU backend, installed from PyPI into a virtual environment under the build
 folder on first use. Usage (after building keras_interop_tool):
 
-    python3 tests/keras_interop.py [--build build]
+    python3 tests/keras_interop.py [--build build] [--skip-if-unavailable]
+
+With --skip-if-unavailable (as ctest runs it), a machine where the virtual environment cannot be
+made or pip cannot install Keras prints "skipped: <reason>" and exits with status 77.
 """
 import argparse
 import json
@@ -40,20 +50,33 @@ TOLERANCE = 1e-5
 MODELS = {"mlp": 10, "cnn": 5, "attn": 4, "branch": 3}  # name: number of classes
 
 
-def ensure_environment(build: Path) -> Path:
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this script
+
+
+def unavailable(reason: str, skip: bool):
+    """Keras cannot be had on this machine: a skip (status 77) when asked for, else a failure."""
+    if skip:
+        print(f"skipped: {reason}")
+        sys.exit(SKIPPED)
+    sys.exit(reason)
+
+
+def ensure_environment(build: Path, skip: bool) -> Path:
     """Creates build/keras-venv with Keras 3 and JAX (CPU) unless it is there already."""
     env = build / "keras-venv"
     python = env / "bin" / "python"
     if not python.exists():
         print(f"creating {env}")
-        if subprocess.call([sys.executable, "-m", "venv", str(env)]) != 0:
-            sys.exit(f"python3 -m venv {env} failed (on Debian and Ubuntu: apt-get install python3-venv)")
+        result = subprocess.run([sys.executable, "-m", "venv", str(env)], capture_output=True, text=True)
+        if result.returncode != 0:
+            unavailable(f"python3 -m venv {env} failed (on Debian and Ubuntu: apt-get install python3-venv): {result.stderr.strip()}", skip)
     probe = [str(python), "-c", "import keras, jax, h5py, numpy; assert keras.__version__.startswith('3.')"]
     if subprocess.call(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, KERAS_BACKEND="jax")) != 0:
         print("installing " + " ".join(PACKAGES) + " from PyPI")
         result = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PACKAGES], capture_output=True, text=True)
         if result.returncode != 0:
-            sys.exit("pip install failed:\n" + result.stdout + result.stderr)
+            lines = (result.stdout + result.stderr).strip().splitlines()
+            unavailable("pip cannot install Keras: " + (lines[-1] if lines else f"exit status {result.returncode}"), skip)
     return python
 
 
@@ -307,18 +330,80 @@ def multi_io_checks(build: Path, work: Path) -> bool:
     return ok and good
 
 
+def predict_only_checks(build: Path, work: Path) -> bool:
+    """(f): the models of make_keras_files.PREDICT_ONLY, both ways."""
+    import keras
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests" / "data"))
+    import make_keras_files as fixtures
+
+    keras_y = {}
+    for i, name in enumerate(fixtures.PREDICT_ONLY):
+        keras.utils.set_random_seed(60 + i)
+        rng = np.random.default_rng(70 + i)
+        model = fixtures.model(name)
+        if model.compiled:
+            model.fit(*fixtures.data(name, model, rng, 16), batch_size=8, epochs=1, shuffle=False, verbose=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Keras's note that `.h5` is its legacy format
+            model.save(work / f"archive_{name}.keras")
+            model.save(work / f"archive_{name}.h5")
+        x, _ = fixtures.data(name, model, rng, 4)
+        x_next, y_next = fixtures.data(name, model, rng, 8)
+        data = {"x": fixtures.tensor(x), "x_next": fixtures.tensor(x_next), "y_next": fixtures.tensor(y_next)}
+        (work / f"archive_{name}_data.json").write_text(json.dumps(data))
+        keras_y[name] = (np.asarray(model.predict(x, verbose=0)), x, model.compiled)
+    if subprocess.call([str(build / "keras_interop_tool"), "predict", str(work), *fixtures.PREDICT_ONLY]) != 0:
+        print("Tandem cannot load Keras's files -> FAIL")
+        return False
+
+    ok = True
+    for name in fixtures.PREDICT_ONLY:
+        y, x, compiled = keras_y[name]
+        tandem = json.loads((work / f"archive_{name}_tandem.json").read_text())
+        print(f"{name} (.keras and .h5, {'compiled' if compiled else 'uncompiled'})")
+        for kind, key in [(".keras", "y_loaded"), (".h5", "y_loaded_h5")]:
+            diff = float(np.max(np.abs(y - array(tandem[key]))))
+            good = diff <= TOLERANCE and tandem["compiled"] == compiled
+            print(f"  Tandem loads Keras's {kind}: max |y_keras - y_tandem| = {diff:.2e}; "
+                  f"{'compiled' if tandem['compiled'] else 'uncompiled'} -> {'ok' if good else 'FAIL'}")
+            ok &= good
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model = keras.models.load_model(work / f"archive_{name}_from_tandem.keras")
+            for w in caught:
+                print(f"  warning from Keras: {w.message}")
+                ok = False
+        except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+            print(f"  Keras cannot load Tandem's archive: {type(e).__name__}: {e} -> FAIL")
+            ok = False
+            continue
+        diff = float(np.max(np.abs(np.asarray(model.predict(x, verbose=0)) - array(tandem["y_saved"]))))
+        iterations = int(np.asarray(model.optimizer.iterations)) if model.compiled else 0
+        good = diff <= TOLERANCE and model.compiled == compiled and iterations == tandem["iterations_saved"]
+        print(f"  Keras loads Tandem's archive: max |y_keras - y_tandem| = {diff:.2e}; "
+              f"{'compiled, iterations ' + str(iterations) if model.compiled else 'uncompiled'} -> {'ok' if good else 'FAIL'}")
+        ok &= good
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=str(ROOT / "build"), help="the CMake build folder (default: build)")
+    parser.add_argument("--skip-if-unavailable", action="store_true",
+                        help=f"exit with status {SKIPPED} (skipped) when Keras cannot be installed")
     parser.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     build = Path(args.build).resolve()
     if not args.in_venv:
-        python = ensure_environment(build)
+        python = ensure_environment(build, args.skip_if_unavailable)
         os.execv(str(python), [str(python), __file__, "--build", str(build), "--in-venv"])
     ok = run_checks(build)
     ok &= archive_checks(build, build / "keras-interop")
     ok &= multi_io_checks(build, build / "keras-interop")
+    ok &= predict_only_checks(build, build / "keras-interop")
     print("Keras interop: " + ("PASSED" if ok else "FAILED"))
     sys.exit(0 if ok else 1)
 

@@ -16,6 +16,11 @@
 //                                  load_model, predict; train one batch, save
 //                                  DIR/archive_<M>_from_tandem.keras, predict; train one more batch,
 //                                  predict; all in DIR/archive_<M>_tandem.json
+//   keras_interop_tool predict DIR M...   for each model M checked by predictions only (Dropout, or
+//                                  uncompiled) that Keras saved as DIR/archive_<M>.keras and
+//                                  DIR/archive_<M>.h5: load both and predict; a compiled model trains
+//                                  one batch; save DIR/archive_<M>_from_tandem.keras and predict; all
+//                                  in DIR/archive_<M>_tandem.json
 //   keras_interop_tool multi_io DIR  the same for Keras's two-input, two-output model in
 //                                  DIR/multi_io.keras (inputs and targets in DIR/multi_io_data.json):
 //                                  predict, train one epoch, save DIR/multi_io_from_tandem.keras,
@@ -191,6 +196,27 @@ void archives(const std::string& dir, const std::vector<std::string>& names) {
   }
 }
 
+void predict(const std::string& dir, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const std::string base = dir + "/archive_" + name;
+    std::ifstream in(base + "_data.json");
+    const json data = json::parse(in);
+    const Tensor x = from_json(data.at("x"), DType::F32);
+    std::unique_ptr<tandem::Model> m = tandem::load_model(base + ".keras");
+    json out{{"y_loaded", to_json(m->predict(x))},
+             {"y_loaded_h5", to_json(tandem::load_model(base + ".h5")->predict(x))},
+             {"compiled", m->optimizer() != nullptr}};
+    if (m->optimizer())
+      m->fit(from_json(data.at("x_next"), DType::F32), from_json(data.at("y_next"), DType::I32),
+             {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
+    m->save(base + "_from_tandem.keras");
+    out["y_saved"] = to_json(m->predict(x));
+    out["iterations_saved"] = m->optimizer() ? m->optimizer()->iterations() : 0;
+    write_json(base + "_tandem.json", out);
+    std::cout << "loaded archive_" << name << ".keras and .h5, saved archive_" << name << "_from_tandem.keras\n";
+  }
+}
+
 void multi_io(const std::string& dir) {
   std::ifstream in(dir + "/multi_io_data.json");
   const json data = json::parse(in);
@@ -214,7 +240,7 @@ void multi_io(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: keras_interop_tool write|read|multi_io DIR, or archives DIR MODEL...";
+  const std::string usage = "usage: keras_interop_tool write|read|multi_io DIR, or archives|predict DIR MODEL...";
   if (argc < 3) {
     std::cerr << usage << "\n";
     return 2;
@@ -224,6 +250,7 @@ int main(int argc, char** argv) {
     if (command == "write") write(argv[2]);
     else if (command == "read") read(argv[2]);
     else if (command == "archives") archives(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+    else if (command == "predict") predict(argv[2], std::vector<std::string>(argv + 3, argv + argc));
     else if (command == "multi_io") multi_io(argv[2]);
     else throw tandem::Error(usage);
   } catch (const std::exception& e) {

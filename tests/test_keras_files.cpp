@@ -17,6 +17,7 @@
 #include "scratch_dir.h"
 
 namespace fs = std::filesystem;
+namespace tl = tandem::layers;
 using Json = nlohmann::json;
 using tandem::DType;
 using tandem::Tensor;
@@ -236,4 +237,118 @@ TEST_CASE("keras files: damaged or foreign archives and Keras files are refused 
                                                               {"model.weights.h5", zip_entry(kData / "attn.keras", "model.weights.h5")}});
     CHECK(load_error(scratch("kwargs.keras")).find("the call argument \"return_attention_scores\" (value true) is not supported") != std::string::npos);
   }
+  SUBCASE("a truncated archive and a text file named .keras say what they are") {
+    std::ofstream(scratch("truncated.keras"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    const std::string truncated = load_error(scratch("truncated.keras"));
+    INFO(truncated);
+    CHECK(truncated.find("truncated.keras is not a readable Keras archive: it starts as a zip archive (a `.keras` file is one), but it is "
+                         "damaged or truncated (libzip: ") != std::string::npos);
+    std::ofstream(scratch("notes.keras")) << "hello\nthis is not a model\n";
+    CHECK(load_error(scratch("notes.keras")).find("notes.keras is not a Keras archive: a `.keras` file is a zip archive, and this one is a "
+                                                   "text file (it begins \"hello\")") != std::string::npos);
+    std::ofstream(scratch("program.keras"), std::ios::binary) << std::string("\x7f" "ELF\x02\x01\x01\x00\x00", 9);
+    CHECK(load_error(scratch("program.keras")).find("program.keras is not a Keras archive: a `.keras` file is a zip archive, and this one is "
+                                                     "binary data of another kind (it begins 7f 45 4c 46 02 01 01 00 ...)") != std::string::npos);
+    std::ofstream(scratch("notes.h5")) << "hello\n";
+    CHECK(load_error(scratch("notes.h5")).find("notes.h5 is not a model file: load_model reads Keras archives (zip) and HDF5 files, and this "
+                                                "one is a text file") != std::string::npos);
+  }
+  // The model's config.json replaced, the weights kept.
+  auto with_config = [&](const std::string& name, const std::string& config) {
+    tandem::io::write_zip(scratch(name).string(), {{"config.json", config}, {"model.weights.h5", zip_entry(mlp, "model.weights.h5")}});
+    return load_error(scratch(name));
+  };
+  SUBCASE("a config.json nested 50,000 levels deep") {
+    const std::string e = with_config("deep.keras", std::string(50000, '[') + std::string(50000, ']'));
+    CHECK(e.find("deep.keras: config.json: the JSON nests arrays and objects more than 256 levels deep") != std::string::npos);
+    std::string objects;
+    for (int i = 0; i < 50000; ++i) objects += "{\"a\":";
+    CHECK(with_config("deep_objects.keras", objects + "1" + std::string(50000, '}')).find("more than 256 levels deep") != std::string::npos);
+  }
+  SUBCASE("an enormous kernel_size") {
+    Json config = Json::parse(zip_entry(kData / "zoo.keras", "config.json"));
+    for (Json& layer : config["config"]["layers"])
+      if (layer["class_name"] == "Conv2D") {
+        layer["config"]["kernel_size"] = {1000000000, 1000000000};
+        layer["config"]["padding"] = "same";  // with "valid" the kernel is refused as larger than the input
+      }
+    tandem::io::write_zip(scratch("huge.keras").string(), {{"config.json", config.dump()}, {"model.weights.h5", zip_entry(kData / "zoo.keras", "model.weights.h5")}});
+    const std::string e = load_error(scratch("huge.keras"));
+    INFO(e);
+    CHECK(e.find("huge.keras: config.json") != std::string::npos);
+    CHECK(e.find("(Conv2D \"conv2d_3\"), inbound_nodes[0]: Conv2D \"conv2d_3\": the weight \"kernel\" of shape (1000000000, 1000000000, 2, 4) has too many elements") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("keras files: a functional model with BatchNormalization, Dropout and attention dropout loads from Keras's .keras and .h5") {
+  // Keras records {"mask": null} with BatchNormalization's call and {"training": false} with
+  // Dropout's: neither changes what the model computes.
+  const Json m = read_json(kData / "models.json").at("norm");
+  for (const char* file : {"norm.keras", "norm.h5"}) {
+    INFO(file);
+    std::unique_ptr<tandem::Model> model = tandem::load_model((kData / file).string());
+    CHECK(max_difference(model->predict(tensor_of(m.at("x"), DType::F32)), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
+    REQUIRE(model->optimizer());
+    CHECK(model->optimizer()->iterations() == m.at("iterations").get<int64_t>());
+  }
+}
+
+TEST_CASE("keras files: call arguments that would change the result are refused, naming the layer; neutral ones load") {
+  const Json keras_config = Json::parse(zip_entry(kData / "norm.keras", "config.json"));
+  auto load_with = [&](const std::string& cls, const Json& kwargs) -> std::string {
+    Json config = keras_config;
+    for (Json& layer : config["config"]["layers"])
+      if (layer["class_name"] == cls) layer["inbound_nodes"][0]["kwargs"] = kwargs;
+    const fs::path file = scratch("kwargs_" + cls + ".keras");
+    tandem::io::write_zip(file.string(), {{"config.json", config.dump()}, {"model.weights.h5", zip_entry(kData / "norm.keras", "model.weights.h5")}});
+    try {
+      tandem::load_model(file.string());
+    } catch (const tandem::ValueError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Keras's functional models pass their own training flag to each layer in fit and predict.
+  CHECK(load_with("Dropout", {{"training", true}}) == "");
+  CHECK(load_with("MultiHeadAttention", {{"query_mask", nullptr}, {"attention_mask", nullptr}, {"return_attention_scores", false}}) == "");
+  const Json tensor = {{"class_name", "__keras_tensor__"}, {"config", {{"shape", {nullptr, 20}}, {"dtype", "bool"}, {"keras_history", {"input_layer", 0, 0}}}}};
+  const std::string mask = load_with("BatchNormalization", {{"mask", tensor}});
+  CHECK(mask.find("(BatchNormalization \"batch_normalization\"), inbound_nodes[0]: the call argument \"mask\" (value {") != std::string::npos);
+  CHECK(load_with("Dropout", {{"training", "yes"}}).find("(Dropout \"dropout_1\"), inbound_nodes[0]: the call argument \"training\" (value \"yes\") is not supported") !=
+        std::string::npos);
+}
+
+TEST_CASE("keras files: an uncompiled Keras model loads uncompiled from .keras (compile_config {}) and .h5 (no training_config)") {
+  const Json m = read_json(kData / "models.json").at("uncompiled");
+  for (const char* file : {"uncompiled.keras", "uncompiled.h5"}) {
+    INFO(file);
+    std::unique_ptr<tandem::Model> model = tandem::load_model((kData / file).string());
+    CHECK(max_difference(model->predict(tensor_of(m.at("x"), DType::F32)), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
+    CHECK(model->optimizer() == nullptr);
+  }
+}
+
+TEST_CASE("keras files: the layer seeds Tandem writes are ones Keras's SeedGenerator accepts (below 2^31)") {
+  // Keras keeps a seed in uint32 on JAX and int32 on PyTorch and refuses a larger one on loading.
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    tandem::set_random_seed(seed);
+    const tandem::Symbol x = tandem::Input({5, 4});
+    const tandem::Symbol a = tl::MultiHeadAttention(2, 2, {.dropout = 0.1})({x, x});
+    tandem::Model model(x, tl::Dense(2)(tl::Dropout(0.3)(tl::Flatten()(a))));
+    const fs::path file = scratch("seeds.keras");
+    model.save(file.string());
+    int seeds = 0;
+    const Json config = Json::parse(zip_entry(file, "config.json"));
+    for (const Json& layer : config.at("config").at("layers"))
+      if (layer.at("config").contains("seed")) {
+        INFO(layer.at("class_name") << " seed " << layer.at("config").at("seed"));
+        CHECK(layer.at("config").at("seed").get<uint64_t>() < (uint64_t(1) << 31));
+        ++seeds;
+      }
+    CHECK(seeds == 2);
+  }
+  // Older Tandem files hold 64-bit seeds: they load, and the layer's seed is brought into range.
+  const auto dropout = tandem::layers::layer_from_config("Dropout", tandem::layers::Json{{"rate", 0.5}, {"seed", 16363363981095120648ull}});
+  CHECK(Json::parse(dropout->config_json()).at("seed").get<uint64_t>() < (uint64_t(1) << 31));
 }

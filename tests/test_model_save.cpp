@@ -518,7 +518,8 @@ TEST_CASE("model save: bad files and bad configs are refused with clear errors, 
   }
   SUBCASE("a file that is not HDF5") {
     std::ofstream(dir / "text.h5") << "{\"class_name\": \"Sequential\"}\n";
-    CHECK(contains(load_error(dir / "text.h5"), "not an HDF5 file"));
+    CHECK(contains(load_error(dir / "text.h5"), "text.h5 is not a model file: load_model reads Keras archives (zip) and HDF5 files, and this one is a "
+                                                "text file (it begins \"{\"class_name\": \"Sequential\"}\")"));
     CHECK(contains(load_error(dir / "missing.h5"), "cannot open the file"));
   }
   SUBCASE("a Keras 3 .keras archive given to the weights reader, and a broken archive") {
@@ -535,7 +536,8 @@ TEST_CASE("model save: bad files and bad configs are refused with clear errors, 
     }();
     CHECK(contains(e, "a zip archive (a Keras 3 `.keras` file?), not an HDF5 file: load a whole model from it with tandem::load_model"));
     std::ofstream(dir / "broken.keras", std::ios::binary) << std::string("PK\x03\x04\x14\x00\x00\x00", 8) << "config.json";
-    CHECK(contains(load_error(dir / "broken.keras"), "broken.keras: cannot open the zip archive: "));
+    CHECK(contains(load_error(dir / "broken.keras"), "broken.keras is not a readable Keras archive: it starts as a zip archive (a `.keras` file "
+                                                     "is one), but it is damaged or truncated (libzip: "));
   }
   SUBCASE("a Keras legacy whole-model .h5") {
     // What Keras's legacy model.save("m.h5") puts at the root: keras_version, backend,

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <map>
 #include <mutex>
 
@@ -72,8 +74,23 @@ void Layer::set_weights(const std::vector<Tensor>& values) {
 }
 
 VariablePtr Layer::add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable) {
-  auto v = std::make_shared<Variable>(name_ + "/" + name,
-                                      initialize(initializer, shape, dtype_, class_name() + " \"" + name_ + "\""), trainable);
+  // A layer's arguments may come from a file (Conv2D's kernel_size [1000000000, 1000000000]): an
+  // impossible size is an error naming the layer and the shape, not an overflow or a bare bad_alloc.
+  // The initializer fills the weight in doubles first, so 8 bytes an element must fit.
+  auto too_large = [&](const std::string& why) {
+    return ValueError(who() + ": the weight \"" + name + "\" of shape " + shape.str() + " " + why);
+  };
+  int64_t elements = 1;
+  for (int64_t d : shape.dims())
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements) || elements > std::numeric_limits<int64_t>::max() / 8)
+      throw too_large("has too many elements to be stored (more than 2^60)");
+  Tensor value;
+  try {
+    value = initialize(initializer, shape, dtype_, who());
+  } catch (const std::bad_alloc&) {
+    throw too_large("needs " + std::to_string(elements) + " elements, more memory than this machine can allocate");
+  }
+  auto v = std::make_shared<Variable>(name_ + "/" + name, std::move(value), trainable);
   weights_.push_back(v);
   return v;
 }

@@ -274,8 +274,26 @@ std::vector<Ref> node_refs(const Json& node, const std::string& where) {
   return refs;
 }
 
+// Whether a call argument Keras 3 records with a functional model's call (its "kwargs") leaves
+// what Tandem computes unchanged, so that it can be dropped:
+//  - "training", null or a boolean: Keras records the layer's default (Dropout's is false), but its
+//    functional models pass their own training flag to every layer call that takes one, over the
+//    recorded value (keras/src/models/functional.py, operation_fn): true in fit, false in predict
+//    and evaluate, as Tandem does;
+//  - a mask of null ("mask", which Keras records for every layer whose call takes one, such as
+//    BatchNormalization, and MultiHeadAttention's query_mask, value_mask, key_mask and
+//    attention_mask): no mask;
+//  - "return_attention_scores" false: the layer returns its output alone.
+bool neutral_call_argument(const std::string& key, const Json& value) {
+  if (key == "training") return value.is_null() || value.is_boolean();
+  if (key == "mask" || key.ends_with("_mask")) return value.is_null();
+  if (key == "return_attention_scores") return value == false;
+  return false;
+}
+
 // A layer's config with the call arguments of its recorded calls (Keras 3's "kwargs") moved in:
-// Tandem's layers take them at construction, so every call must pass the same values.
+// Tandem's layers take them at construction, so every call must pass the same values. Neutral
+// ones are dropped; any other value would change the result, so it is refused.
 Json with_call_arguments(Json config, const Json& nodes, const std::string& where) {
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     if (!nodes[n].is_object() || !nodes[n].contains("kwargs")) continue;
@@ -284,9 +302,11 @@ Json with_call_arguments(Json config, const Json& nodes, const std::string& wher
     if (!kwargs.is_object()) throw ValueError(at + ": \"kwargs\" must be a JSON object, got " + shorten(kwargs.dump()));
     for (const auto& [key, value] : kwargs.items()) {
       const bool known = std::any_of(std::begin(kCallArguments), std::end(kCallArguments), [&](const char* k) { return key == k; });
+      if (!known && neutral_call_argument(key, value)) continue;
       if (!known)
         throw ValueError(at + ": the call argument \"" + key + "\" (value " + shorten(value.dump()) +
-                         ") is not supported; Tandem's layers take only their inputs and use_causal_mask when called");
+                         ") is not supported; Tandem's layers take their inputs and use_causal_mask when called, and accept " +
+                         "training (null, true or false: fit and predict decide), masks of null and return_attention_scores false");
       if (config.contains(key) && config.at(key) != value)
         throw ValueError(at + ": the call argument \"" + key + "\" is " + shorten(value.dump()) + " here but " + shorten(config.at(key).dump()) +
                          " in another call; Tandem's layers take it once, at construction");
@@ -372,7 +392,11 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
                            s.shape().str());
         xs.push_back(s);
       }
-      made[{it->name, it->node}] = (*it->layer)(xs);
+      try {
+        made[{it->name, it->node}] = (*it->layer)(xs);  // builds the layer on its first call: its weights' sizes are checked
+      } catch (...) {
+        rethrow_with(it->where + ": ");
+      }
       it = pending.erase(it);
       progress = true;
     }

@@ -14,7 +14,9 @@
 // Keras's legacy whole-model `.h5` (read only): model_config and training_config attributes, the
 //   weights by layer and weight name (io/keras_legacy_weights.h).
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
+#include <fstream>
 
 #include "io/atomic_file.h"
 #include "io/checksum.h"
@@ -32,6 +34,7 @@ namespace tandem {
 namespace {
 
 using detail::Json;
+using detail::parse_json;
 
 constexpr const char* kFormat = "tandem.model";
 constexpr const char* kFormatVersion = "1";
@@ -58,14 +61,6 @@ bool check_extension(const std::string& path) {
   return false;
 }
 
-Json parse_json(const std::string& text, const std::string& where) {
-  try {
-    return Json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(where + ": not valid JSON: " + e.what());
-  }
-}
-
 // A root attribute holding JSON; empty when the attribute is absent.
 std::optional<Json> json_attribute(const io::H5File& f, const char* name) {
   const std::optional<std::string> text = f.read_string_attribute("/", name);
@@ -73,9 +68,41 @@ std::optional<Json> json_attribute(const io::H5File& f, const char* name) {
   return parse_json(*text, f.path() + ": " + name);
 }
 
-// Opens an HDF5 file after checking Tandem's checksum block (when it has one).
+// What a file that is neither a zip archive nor HDF5 is, from its first bytes: "a text file (it
+// begins "...")" or "binary data of another kind (it begins 7f 45 4c 46 ...)"; empty when it cannot
+// be read.
+std::string file_kind(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  if (head.empty()) return "";
+  // Text: printable ASCII, whitespace, or UTF-8's bytes above 0x7f.
+  const bool text = std::all_of(head.begin(), head.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b >= 0x20 ? b != 0x7f : (b == '\n' || b == '\r' || b == '\t');
+  });
+  if (text) return "a text file (it begins \"" + detail::shorten(head.substr(0, head.find('\n'))) + "\")";
+  std::string hex;
+  for (std::size_t i = 0; i < std::min<std::size_t>(head.size(), 8); ++i) {
+    char byte[4];
+    std::snprintf(byte, sizeof byte, "%02x ", static_cast<unsigned char>(head[i]));
+    hex += byte;
+  }
+  return "binary data of another kind (it begins " + hex + "...)";
+}
+
+// Opens an HDF5 file after checking Tandem's checksum block (when it has one). A file that is
+// neither HDF5 nor a zip archive is refused by what it is, with what its name promised.
 io::H5File open_hdf5(const std::string& path) {
   io::verify_checksum(path);
+  if (!io::is_hdf5_file(path)) {
+    const std::string kind = file_kind(path);  // a missing, empty or unreadable file: H5File::open says which
+    if (!kind.empty() && ends_with(path, ".keras"))
+      throw ValueError(path + " is not a Keras archive: a `.keras` file is a zip archive, and this one is " + kind);
+    if (!kind.empty())
+      throw ValueError(path + " is not a model file: load_model reads Keras archives (zip) and HDF5 files, and this one is " + kind);
+  }
   return io::H5File::open(path);
 }
 
@@ -177,7 +204,10 @@ std::unique_ptr<Model> model_from_configs(const Json& model_config, const std::o
   } catch (...) {
     detail::rethrow_with(model_where + ": ");
   }
-  if (compile && !compile->is_null()) {
+  // Keras 3 writes "compile_config": {} for a model that was never compiled (and a legacy `.h5`
+  // has no training_config): the model loads uncompiled, as Keras loads it.
+  const bool compiled = compile && !compile->is_null() && !(compile->is_object() && compile->empty());
+  if (compiled) {
     try {
       const detail::CompileSettings s = detail::compile_from_config(*compile);
       // One loss (and one list of metrics) stands for every output, as Keras reads it.

@@ -14,12 +14,20 @@
   models.json          per model: inputs x, Keras's predictions on them, the optimizer's step count,
                        and one more training batch with the predictions after Keras trained on it
                        (so a reader that restores the optimizer state exactly predicts the same)
+  norm.keras, norm.h5  a functional model with MultiHeadAttention (dropout 0.1), BatchNormalization
+                       and Dropout, compiled and trained (Keras records the call arguments
+                       {"mask": null} and {"training": false} with its calls); models.json holds x and
+                       Keras's predictions (no next batch: dropout masks differ between frameworks)
+  uncompiled.keras,    a functional model with BatchNormalization that was never compiled (Keras
+  uncompiled.h5        writes "compile_config": {} and no training_config); x and predictions too
 
 The archives' entries are Keras's bytes, re-packed with deflate to keep the files small.
-Run with pip Keras 3 and JAX (CPU):  KERAS_BACKEND=jax python3 tests/data/make_keras_files.py
+Run with pip Keras 3 and JAX (CPU):  KERAS_BACKEND=jax python3 tests/data/make_keras_files.py [MODEL...]
+(with model names, only those models' files and their entries in models.json are remade).
 """
 import json
 import os
+import sys
 import zipfile
 from pathlib import Path
 
@@ -30,6 +38,9 @@ from keras import layers  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "keras"
 MODELS = ["mlp", "cnn", "attn", "branch", "zoo"]
+# Models checked by their predictions only: Dropout makes training differ between frameworks, and an
+# uncompiled model does not train.
+PREDICT_ONLY = ["norm", "uncompiled"]
 
 # Tandem's layer classes that Keras 3 has (PositionEmbedding is keras_hub's, not Keras's).
 LAYERS = {
@@ -106,6 +117,16 @@ def model(name):
         k = layers.Concatenate()([layers.Multiply()([g, d]), g])
         m = keras.Model(x, layers.Dense(3)(layers.Activation("relu")(k)), name="zoo")
         optimizer = keras.optimizers.AdamW(1e-2, weight_decay=0.01)
+    elif name == "norm":
+        x = keras.Input((5, 4))
+        a = layers.MultiHeadAttention(2, 2, dropout=0.1)(x, x)
+        f = layers.Flatten()(layers.BatchNormalization()(a))
+        m = keras.Model(x, layers.Dense(3)(layers.Dropout(0.3)(f)), name="norm")
+        optimizer = keras.optimizers.Adam(1e-2)
+    elif name == "uncompiled":
+        x = keras.Input((6,))
+        n = layers.BatchNormalization()(layers.Dense(4, activation="relu")(x))
+        return keras.Model(x, layers.Dense(2)(n), name="uncompiled")
     else:
         x = keras.Input((6,))
         n = layers.LayerNormalization()(layers.Dense(5, activation="relu")(x))
@@ -135,30 +156,47 @@ def tensor(a):
     return {"shape": list(a.shape), "values": a.reshape(-1).tolist()}
 
 
-def main():
-    OUT.mkdir(exist_ok=True)
-    (OUT / "layer_configs.json").write_text(json.dumps({"keras_version": keras.__version__, "layers": layer_configs()}, indent=1) + "\n")
-    models = {"keras_version": keras.__version__}
-    for i, name in enumerate(MODELS):
-        keras.utils.set_random_seed(10 + i)
-        rng = np.random.default_rng(20 + i)
-        m = model(name)
+def make(name, models):
+    """Writes OUT/<name>.keras and OUT/<name>.h5 and puts the model's values in `models`."""
+    i = (MODELS + PREDICT_ONLY).index(name)
+    keras.utils.set_random_seed(10 + i)
+    rng = np.random.default_rng(20 + i)
+    m = model(name)
+    if m.compiled:
         x_train, y_train = data(name, m, rng, 16)
         m.fit(x_train, y_train, batch_size=8, epochs=1, shuffle=False, verbose=0)
-        m.save(OUT / f"{name}.keras")
-        repack(OUT / f"{name}.keras")
-        m.save(OUT / f"{name}.h5")
-        x, _ = data(name, m, rng, 4)
-        y = np.asarray(m.predict(x, verbose=0))
-        x_next, y_next = data(name, m, rng, 8)
-        m.fit(x_next, y_next, batch_size=8, epochs=1, shuffle=False, verbose=0)
-        models[name] = {"x": tensor(x), "y": tensor(y), "iterations": 2,
-                        "x_next": tensor(x_next), "y_next": tensor(y_next),
-                        "y_after_next": tensor(np.asarray(m.predict(x, verbose=0)))}
+    m.save(OUT / f"{name}.keras")
+    repack(OUT / f"{name}.keras")
+    m.save(OUT / f"{name}.h5")
+    x, _ = data(name, m, rng, 4)
+    y = np.asarray(m.predict(x, verbose=0))
+    models[name] = {"x": tensor(x), "y": tensor(y)}
+    if name in PREDICT_ONLY:
+        if m.compiled:
+            models[name]["iterations"] = 2
+        return
+    x_next, y_next = data(name, m, rng, 8)
+    m.fit(x_next, y_next, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    models[name].update({"iterations": 2, "x_next": tensor(x_next), "y_next": tensor(y_next),
+                         "y_after_next": tensor(np.asarray(m.predict(x, verbose=0)))})
+
+
+def main(names):
+    OUT.mkdir(exist_ok=True)
+    models = {"keras_version": keras.__version__}
+    if names:
+        models = json.loads((OUT / "models.json").read_text())
+        if models["keras_version"] != keras.__version__:
+            raise SystemExit(f"models.json was made by Keras {models['keras_version']}, this is {keras.__version__}: remake all")
+    else:
+        names = MODELS + PREDICT_ONLY
+        (OUT / "layer_configs.json").write_text(json.dumps({"keras_version": keras.__version__, "layers": layer_configs()}, indent=1) + "\n")
+    for name in names:
+        make(name, models)
     (OUT / "models.json").write_text(json.dumps(models) + "\n")
     for f in sorted(OUT.iterdir()):
         print(f"{f.name}: {f.stat().st_size} bytes")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
