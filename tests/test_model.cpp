@@ -258,3 +258,62 @@ TEST_CASE("model: verbose 1 prints one line per epoch when standard output is no
     CHECK(lines[2 * e + 1].find("loss: ") != std::string::npos);
   }
 }
+
+// Memory per device, against what the layers and the optimizer hold: float32 weights of 4 bytes,
+// Adam's iteration count (int64), learning rate (float32) and two moments per weight.
+TEST_CASE("model: memory per device gives each device's weights, optimizer state and arena, in summary() too") {
+  namespace dist = tandem::distribute;
+  constexpr std::size_t kUp = (8 * 16 + 16) * 4, kDown = (16 * 3 + 3) * 4;  // Dense(16) on 8 features, Dense(3)
+  const std::vector<float> xs(64 * 8, 0.5f), ys(64 * 3, 0.25f);
+  const Tensor x = Tensor::from({64, 8}, std::span<const float>(xs)), y = Tensor::from({64, 3}, std::span<const float>(ys));
+  auto train = [&](dist::StrategyPtr strategy) {
+    auto in = tandem::Input({8});
+    auto model = std::make_unique<tandem::Model>(in, tl::Dense(3, "", {.name = "down"})(tl::Dense(16, "relu", {.name = "up"})(in)));
+    model->compile({.optimizer = tandem::optimizers::Adam(1e-3), .loss = tandem::losses::MeanSquaredError(), .strategy = strategy});
+    CHECK(model->memory_per_device().empty());  // no step compiled yet
+    model->fit(x, y, {.epochs = 1, .batch_size = 32, .verbose = 0});
+    return model;
+  };
+  auto adam = [](std::size_t weights) { return 8 + 4 + 2 * weights; };
+  {
+    auto model = train(dist::Default());
+    const auto memory = model->memory_per_device();
+    REQUIRE(memory.size() == 1);
+    CHECK(memory[0].device == "cpu:0");
+    CHECK(memory[0].weights == kUp + kDown);
+    CHECK(memory[0].optimizer_state == adam(kUp + kDown));
+    CHECK(memory[0].arena == model->planned_arena_bytes());
+    CHECK(memory[0].arena > 0);
+    CHECK(memory[0].total() == memory[0].weights + memory[0].optimizer_state + memory[0].arena);
+    const std::string text = model->summary_string();
+    INFO(text);
+    CHECK(text.find("Memory per device (the training step of 32 rows)") != std::string::npos);
+    CHECK(text.find("│ cpu:0 ") != std::string::npos);
+  }
+  {  // Mirrored: every replica holds everything. The step counter and learning rate are the
+     // optimizer's on each device too.
+    auto model = train(dist::Mirrored({"cpu:0", "cpu:1"}));
+    const auto memory = model->memory_per_device();
+    REQUIRE(memory.size() == 2);
+    for (const auto& m : memory) {
+      CHECK(m.weights == kUp + kDown);
+      CHECK(m.optimizer_state == adam(kUp + kDown));
+    }
+  }
+  {  // ModelSplit by placement: each device holds its layer's weights and their slots.
+    auto model = train(dist::ModelSplit({"cpu:0", "cpu:1"}, {.placement = {{"up", "cpu:0"}, {"down", "cpu:1"}}}));
+    const auto memory = model->memory_per_device();
+    REQUIRE(memory.size() == 2);
+    CHECK(memory[0].weights == kUp);
+    CHECK(memory[1].weights == kDown);
+    CHECK(memory[0].optimizer_state == adam(kUp));  // each device counts steps and keeps the rate
+    CHECK(memory[1].optimizer_state == adam(kDown));
+  }
+  {  // Megatron's layouts over two devices: each holds half of each split weight, all of down's bias.
+    auto model = train(dist::ModelSplit(dist::DeviceMesh{{2}, {"model"}, {"cpu:0", "cpu:1"}},
+                                        {{"up/kernel", {"", "model"}}, {"up/bias", {"model"}}, {"down/kernel", {"model", ""}}}));
+    const auto memory = model->memory_per_device();
+    REQUIRE(memory.size() == 2);
+    for (const auto& m : memory) CHECK(m.weights == kUp / 2 + 16 * 3 * 4 / 2 + 3 * 4);
+  }
+}

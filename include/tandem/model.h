@@ -79,6 +79,17 @@ struct FitOptions {
   int64_t trace_step = 1;
 };
 
+// The memory one device holds for training, in bytes, read from the lowered programs of a
+// training step: the variables it keeps (all of each, or its block of one that a strategy splits)
+// and the arena the memory planner laid out for the step.
+struct DeviceMemory {
+  std::string device;
+  std::size_t weights = 0;          // the layers' variables, trainable or not (BatchNorm's statistics)
+  std::size_t optimizer_state = 0;  // the optimizer's variables: step count, learning rate, slots
+  std::size_t arena = 0;            // activations, gradients and temporaries of one step
+  std::size_t total() const { return weights + optimizer_state + arena; }
+};
+
 // Where a running fit() stands: what BackupAndRestore writes to its backup and hands back to resume.
 struct FitProgress {
   int epoch = 0;                    // the epoch being run, 0-based
@@ -153,6 +164,10 @@ class Model {
   const OptimizerPtr& optimizer() const;
   // Bytes of the memory plan of the last training step that ran (activations and gradients).
   std::size_t planned_arena_bytes() const;
+  // Per device of the strategy (this process's devices), the memory of the last training step
+  // compiled: fit compiles one per batch size before its first batch. Empty before that; summary()
+  // prints it too.
+  std::vector<DeviceMemory> memory_per_device() const;
   // A callback may set it to end fit: set in on_train_batch_end, fit stops after that batch (the
   // epoch still ends with on_epoch_end, as in Keras); set in on_epoch_end, after that epoch.
   bool stop_training = false;

@@ -86,6 +86,7 @@ void Model::compile(const CompileOptions& o) {
   m.strategy = o.strategy ? o.strategy : distribute::Default();
   m.host_view();  // the values trained so far, before the steps and their devices go
   m.steps.clear();
+  m.last_train = nullptr;
   m.homes.clear();
   m.compiled = true;
 }
@@ -279,7 +280,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       b += count;
       if (stop_training) break;
     }
-    m.last_arena_bytes = full.exe->arena_bytes(0);
+    m.last_train = &full;
     Logs logs = acc.logs(slots);
     if (validation) {
       const Logs val = evaluate(*validation, {.batch_size = o.batch_size, .verbose = 0});

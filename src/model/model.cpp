@@ -151,6 +151,7 @@ Model::~Model() = default;
 void Model::set_graph(const Symbol& input, const Symbol& output) {
   impl_->set_graph({input}, {output});
   impl_->steps.clear();
+  impl_->last_train = nullptr;
 }
 bool Model::has_graph() const { return !impl_->outputs.empty(); }
 void Model::ensure_built(const Shape&, DType) {}
@@ -180,7 +181,7 @@ void Model::set_weights(const std::vector<Tensor>& values) {
   impl_->host_changed();
 }
 const OptimizerPtr& Model::optimizer() const { return impl_->optimizer; }
-std::size_t Model::planned_arena_bytes() const { return impl_->last_arena_bytes; }
+std::size_t Model::planned_arena_bytes() const { return impl_->last_train ? impl_->last_train->exe->arena_bytes(0) : 0; }
 
 std::string Model::summary_string() {
   std::vector<detail::SummaryRow> rows;
@@ -209,6 +210,7 @@ std::string Model::summary_string() {
     const distribute::PlacementTable t = impl_->strategy->placement(impl_->layer_graph(32));
     if (!t.rows.empty()) out += detail::format_placement(t.title, t.header, t.rows, t.right, t.notes);
   }
+  if (const CompiledStep* step = impl_->last_train) out += detail::format_memory(memory_per_device(), step->micro_rows * step->pieces);
   return out;
 }
 

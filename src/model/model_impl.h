@@ -75,7 +75,7 @@ struct Model::Impl {
   runtime::VariableHomes homes;
   // Cached per (kind, rows, batches, whether the loss takes per-row weights).
   std::map<std::tuple<StepKind, int64_t, int64_t, bool>, CompiledStep> steps;
-  std::size_t last_arena_bytes = 0;
+  const CompiledStep* last_train = nullptr;  // the training step fit ran last (in `steps`)
 
   void set_graph(const std::vector<Symbol>& in, const std::vector<Symbol>& out);
   // Traces the layer calls into g on the inputs' values; returns the outputs' values.

@@ -250,8 +250,9 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
     for (std::size_t i = 0; i < step.y.size(); ++i)
       step.y[i].push_back(feed(p, i == n_out ? std::string("sample_weight") : n_out == 1 ? std::string("y") : std::string("y").append(std::to_string(i))));
   }
-  if (train) last_arena_bytes = step.exe->arena_bytes(0);
-  return steps.emplace(key, std::move(step)).first->second;
+  CompiledStep& made = steps.emplace(key, std::move(step)).first->second;
+  if (train) last_train = &made;
+  return made;
 }
 
 }  // namespace tandem

@@ -230,4 +230,16 @@ std::string format_placement(const std::string& title, const std::vector<std::st
   return out;
 }
 
+std::string format_memory(const std::vector<DeviceMemory>& memory, int64_t batch_rows) {
+  if (memory.empty()) return "";
+  std::vector<std::vector<std::string>> rows;
+  for (const DeviceMemory& m : memory)
+    rows.push_back({m.device, readable_bytes(double(m.weights)), readable_bytes(double(m.optimizer_state)), readable_bytes(double(m.arena)),
+                    readable_bytes(double(m.total()))});
+  return format_placement("Memory per device (the training step of " + std::to_string(batch_rows) + " rows)",
+                          {"Device", "Weights", "Optimizer", "Arena", "Total"}, rows, {false, true, true, true, true},
+                          {"Optimizer: its step count, learning rate and slots; arena: the planned activations, gradients and "
+                           "temporaries of one step"});
+}
+
 }  // namespace tandem::detail

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tandem/model.h"
+
 namespace tandem::detail {
 
 struct SummaryRow {
@@ -28,6 +30,9 @@ std::string format_summary(const std::string& model_name, const std::vector<Summ
 std::string format_placement(const std::string& title, const std::vector<std::string>& header,
                              const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right,
                              const std::vector<std::string>& notes);
+
+// Model::memory_per_device() as a table in the same style; empty when it is.
+std::string format_memory(const std::vector<DeviceMemory>& memory, int64_t batch_rows);
 
 // Pieces of the footer, shared with anything else that prints sizes the Keras way.
 std::string group_thousands(int64_t n);     // 203530 -> "203,530"
