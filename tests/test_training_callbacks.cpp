@@ -2,8 +2,11 @@
 // Keras 3's rules give by hand for a scripted sequence of monitored values, and in fit, where a
 // learning rate a callback sets must reach every device (Default and Mirrored).
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -186,4 +189,21 @@ TEST_CASE("CSVLogger writes one row per epoch with History's values, and appends
   }
   CHECK(lines[4].rfind("3,", 0) == 0);
   CHECK(lines[5].rfind("4,", 0) == 0);
+}
+
+TEST_CASE("CSVLogger creates the folders its file goes in, and names a folder it cannot create") {
+  const ScratchRoot scratch_root("tandem_csv_logger_folders");
+  const fs::path dir = scratch_root.fresh("runs");
+  const std::string path = (dir / "run1" / "logs" / "log.csv").string();
+  auto model = small_model(0.1);
+  const tandem::Dataset data = blobs(64, 20, 5);
+  model->fit(data, {.epochs = 2, .batch_size = 16, .verbose = 0, .callbacks = {cb::CSVLogger(path)}});
+  std::ifstream in(path);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  CHECK(lines == 3);
+  std::ofstream(dir / "file") << "a file, not a folder\n";
+  const std::string blocked = (dir / "file" / "log.csv").string();
+  CHECK_THROWS_WITH_AS(model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0, .callbacks = {cb::CSVLogger(blocked)}}),
+                       ("CSVLogger: cannot create the folder " + (dir / "file").string() + ": Not a directory").c_str(), tandem::Error);
 }

@@ -153,14 +153,7 @@ class BackupAndRestoreCallback final : public Callback {
 
   // Writes the weights file the current state does not name, then the state that names it.
   void backup(const FitProgress& at) {
-    std::error_code ec;
-    if (!fs::is_directory(dir_, ec)) {
-      fs::create_directories(dir_, ec);
-      if (ec) throw Error("BackupAndRestore: cannot create the backup folder " + dir_ + ": " + ec.message());
-      fs::path folder = fs::absolute(dir_);
-      if (!folder.has_filename()) folder = folder.parent_path();  // "dir/"
-      io::sync_to_disk(folder.parent_path().string());  // the new folder's entry survives a crash too
-    }
+    io::create_folders(dir_, "BackupAndRestore (backup_dir)");
     const std::string weights = weights_file_ == kWeightsFiles[0] ? kWeightsFiles[1] : kWeightsFiles[0];
     model_->save_weights((fs::path(dir_) / weights).string());
 
