@@ -67,6 +67,17 @@ void create_folders(const std::string& folder, const std::string& who) {
   sync_fd_path(created.parent_path().string(), O_RDONLY | O_DIRECTORY, "the folder");  // the new entry survives a crash too
 }
 
+void check_writable_folder(const std::string& folder, const std::string& who) {
+  create_folders(folder, who);
+  std::string probe = folder + "/.tandem-write-check-XXXXXX";
+  std::vector<char> name(probe.begin(), probe.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw Error(who + ": cannot write in the folder " + folder + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(name.data());
+}
+
 void write_file(const std::string& path, const void* data, std::size_t bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) fail(path, "cannot open the file for writing", errno);

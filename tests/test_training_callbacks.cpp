@@ -207,3 +207,47 @@ TEST_CASE("CSVLogger creates the folders its file goes in, and names a folder it
   CHECK_THROWS_WITH_AS(model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0, .callbacks = {cb::CSVLogger(blocked)}}),
                        ("CSVLogger: cannot create the folder " + (dir / "file").string() + ": Not a directory").c_str(), tandem::Error);
 }
+
+TEST_CASE("BackupAndRestore finds a folder it cannot write when fit starts, before any epoch's work") {
+  const ScratchRoot scratch_root("tandem_backup_folder");
+  const fs::path dir = scratch_root.fresh("b");
+  auto model = small_model(0.1);
+  const tandem::Dataset data = blobs(64, 20, 5);
+  int epochs = 0;
+  auto count = cb::Lambda([&](int, const Logs&) { ++epochs; });
+  auto fit = [&](const std::string& backup_dir) {
+    model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0, .callbacks = {count, cb::BackupAndRestore(backup_dir, {.delete_checkpoint = false})}});
+  };
+  // Paths that fail for root too: a folder under a regular file, and /proc, where no file can be made.
+  std::ofstream(dir / "file") << "a file, not a folder\n";
+  const std::string under_file = (dir / "file" / "backup").string();
+  CHECK_THROWS_WITH_AS(fit(under_file), ("BackupAndRestore (backup_dir): cannot create the folder " + under_file + ": Not a directory").c_str(),
+                       tandem::Error);
+  CHECK_THROWS_WITH_AS(fit("/proc"), doctest::Contains("BackupAndRestore (backup_dir): cannot write in the folder /proc: "), tandem::Error);
+  CHECK(epochs == 0);
+  // A folder that can be written is created at once, and the probe file leaves nothing behind.
+  const fs::path fresh = dir / "new" / "backup";
+  fit(fresh.string());
+  CHECK(epochs == 1);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(fresh)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"backup-a.weights.h5", "training_state.json"});
+}
+
+TEST_CASE("BackupAndRestore refuses a folder whose permissions forbid writing when fit starts") {
+  if (::geteuid() == 0) {  // root writes whatever the permission bits say
+    MESSAGE("skipped: running as root, where permission bits do not stop writes");
+    return;
+  }
+  const ScratchRoot scratch_root("tandem_backup_permissions");
+  const fs::path dir = scratch_root.fresh("read_only");
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  auto model = small_model(0.1);
+  int epochs = 0;
+  auto count = cb::Lambda([&](int, const Logs&) { ++epochs; });
+  CHECK_THROWS_WITH_AS(model->fit(blobs(64, 20, 5), {.epochs = 1, .batch_size = 16, .verbose = 0, .callbacks = {count, cb::BackupAndRestore(dir.string())}}),
+                       ("BackupAndRestore (backup_dir): cannot write in the folder " + dir.string() + ": Permission denied").c_str(), tandem::Error);
+  CHECK(epochs == 0);
+  fs::permissions(dir, fs::perms::owner_all);  // so the scratch folder can be removed
+}

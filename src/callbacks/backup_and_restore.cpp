@@ -85,7 +85,11 @@ class BackupAndRestoreCallback final : public Callback {
     weights_file_.clear();
     // Every worker restores from the chief's backup; only the chief writes and removes it.
     writer_ = distribute::this_worker().chief();
-    if (writer_) remove_temporaries();
+    if (writer_) {
+      // A folder that cannot be written fails here, not at the first backup after an epoch's work.
+      io::check_writable_folder(dir_, "BackupAndRestore (backup_dir)");
+      remove_temporaries();
+    }
     if (fs::exists(state_path())) restore();
   }
 
@@ -153,7 +157,7 @@ class BackupAndRestoreCallback final : public Callback {
 
   // Writes the weights file the current state does not name, then the state that names it.
   void backup(const FitProgress& at) {
-    io::create_folders(dir_, "BackupAndRestore (backup_dir)");
+    io::create_folders(dir_, "BackupAndRestore (backup_dir)");  // removed since fit began, perhaps
     const std::string weights = weights_file_ == kWeightsFiles[0] ? kWeightsFiles[1] : kWeightsFiles[0];
     model_->save_weights((fs::path(dir_) / weights).string());
 
