@@ -251,3 +251,28 @@ TEST_CASE("BackupAndRestore refuses a folder whose permissions forbid writing wh
   CHECK(epochs == 0);
   fs::permissions(dir, fs::perms::owner_all);  // so the scratch folder can be removed
 }
+
+TEST_CASE("BackupAndRestore: a training state that cannot be written for lack of space names the system's reason and keeps the last one") {
+  // full_disk_child writes a backup under a file size limit that its weights file fits and its
+  // training state does not: the write fails as it would on a full disk (EFBIG there, ENOSPC here).
+  const ScratchRoot scratch_root("tandem_full_disk_state");
+  const fs::path dir = scratch_root.fresh("d");
+  FILE* pipe = ::popen((std::string(FULL_DISK_CHILD) + " --training-state " + dir.string() + " 2>&1").c_str(), "r");
+  REQUIRE(pipe);
+  std::string output;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
+  const int status = ::pclose(pipe);
+  INFO(output);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  const fs::path state = dir / "backup" / "training_state.json";
+  CHECK(output.find("refused: BackupAndRestore: cannot write the training state: " + state.string() + ": not saved (the file there is unchanged): ") !=
+        std::string::npos);
+  CHECK(output.find(" bytes written): File too large") != std::string::npos);
+  CHECK(output.find("the training state is unchanged") != std::string::npos);
+  std::vector<std::string> names;  // no temporary is left behind
+  for (const auto& e : fs::directory_iterator(dir / "backup")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"backup-a.weights.h5", "backup-b.weights.h5", "training_state.json"});
+}

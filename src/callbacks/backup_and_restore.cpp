@@ -178,12 +178,12 @@ class BackupAndRestoreCallback final : public Callback {
         {"history_epochs", history_epochs_},
         {"history", history},
     };
-    io::write_atomically(state_path().string(), [&](const std::string& temp) {
-      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-      out << state.dump(2) << "\n";
-      out.close();
-      if (!out) throw Error(temp + ": cannot write the training state");
-    });
+    const std::string text = state.dump(2) + "\n";
+    try {
+      io::write_atomically(state_path().string(), [&](const std::string& temp) { io::write_file(temp, text.data(), text.size()); });
+    } catch (const Error& e) {  // it names the file and the system's reason ("No space left on device")
+      throw Error(std::string("BackupAndRestore: cannot write the training state: ") + e.what());
+    }
     weights_file_ = weights;
   }
 
