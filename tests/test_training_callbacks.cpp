@@ -191,6 +191,52 @@ TEST_CASE("CSVLogger writes one row per epoch with History's values, and appends
   CHECK(lines[5].rfind("4,", 0) == 0);
 }
 
+TEST_CASE("ReduceLROnPlateau and LearningRateScheduler log learning_rate at each epoch end as Keras 3's do: History, CSVLogger and the report have it") {
+  const ScratchRoot scratch_root("tandem_learning_rate_logs");
+  const fs::path dir = scratch_root.fresh("lr");
+  const tandem::Dataset data = blobs(64, 20, 5);
+  auto as_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  {  // ReduceLROnPlateau: the rate each epoch trained with (logged before that epoch's reduction)
+    auto model = small_model(0.1);
+    const std::string csv = (dir / "log.csv").string(), svg = (dir / "report.svg").string();
+    // No epoch after the first improves by 1e9, so each later epoch halves the rate.
+    auto reduce = cb::ReduceLROnPlateau({.monitor = "loss", .factor = 0.5, .patience = 0, .min_delta = 1e9});
+    const tandem::History h = model->fit(data, {.epochs = 4, .batch_size = 16, .verbose = 0, .callbacks = {cb::CSVLogger(csv), reduce}});
+    REQUIRE(h.history.count("learning_rate"));
+    CHECK(h.history.at("learning_rate") == std::vector<double>{as_float(0.1), as_float(0.1), as_float(0.05), as_float(0.025)});
+    std::ifstream in(csv);
+    std::string header, row;
+    std::getline(in, header);
+    CHECK(header == "epoch,accuracy,learning_rate,loss");
+    for (int e = 0; e < 4; ++e) {
+      std::getline(in, row);
+      CHECK(std::stod(row.substr(row.find(',', row.find(',') + 1) + 1)) == h.history.at("learning_rate")[e]);
+    }
+    tandem::plot_history(h, svg);
+    std::ifstream report(svg);
+    const std::string text((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+    CHECK(text.find("<g class=\"chart\" data-family=\"learning_rate\">") != std::string::npos);
+  }
+  {  // LearningRateScheduler: the rate it set when the epoch began
+    auto model = small_model(0.1);
+    const tandem::History h = model->fit(
+        data, {.epochs = 3, .batch_size = 16, .verbose = 0, .callbacks = {cb::LearningRateScheduler([](int epoch, double) { return 0.1 / (epoch + 1); })}});
+    CHECK(h.history.at("learning_rate") == std::vector<double>{as_float(0.1), as_float(0.05), as_float(0.1 / 3)});
+  }
+  {  // A schedule's rate for the next step: 4 steps per epoch halve it
+    tandem::set_random_seed(3);
+    tandem::Sequential model({tl::InputLayer({20}), tl::Dense(5)});
+    model.compile({.optimizer = tandem::optimizers::SGD(tandem::schedules::ExponentialDecay(0.1, 4, 0.5)),
+                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    const tandem::History h = model.fit(data, {.epochs = 2, .batch_size = 16, .verbose = 0, .callbacks = {cb::ReduceLROnPlateau({.monitor = "loss"})}});
+    CHECK(h.history.at("learning_rate") == std::vector<double>{as_float(0.05), as_float(0.025)});
+  }
+  {  // Without them Keras 3's fit logs no learning_rate, and neither does this one
+    auto model = small_model(0.1);
+    CHECK_FALSE(model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0}).history.count("learning_rate"));
+  }
+}
+
 TEST_CASE("CSVLogger creates the folders its file goes in, and names a folder it cannot create") {
   const ScratchRoot scratch_root("tandem_csv_logger_folders");
   const fs::path dir = scratch_root.fresh("runs");

@@ -309,6 +309,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       for (const auto& [k, v] : val) logs["val_" + k] = v;
     }
     m.host_view();  // callbacks read the weights (a checkpoint, a layer's get_weights)
+    for (auto& c : callbacks) c->add_epoch_logs(epoch, logs);
     for (auto& c : callbacks) c->on_epoch_end(epoch, logs);
     m.host_changed();  // and may have written them
     progress_ = {.epoch = epoch + 1, .steps = progress_.steps, .shuffle_seed = progress_.shuffle_seed,
