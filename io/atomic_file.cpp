@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -54,6 +55,28 @@ void sync_fd_path(const std::string& path, int flags, const char* what) {
 }  // namespace
 
 void sync_to_disk(const std::string& path) { sync_fd_path(path, O_RDONLY, "the file"); }
+
+void create_folders(const std::string& folder, const std::string& who) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (folder.empty() || fs::is_directory(folder, ec)) return;
+  fs::create_directories(folder, ec);
+  if (ec) throw Error(who + ": cannot create the folder " + folder + ": " + ec.message());
+  fs::path created = fs::absolute(folder);
+  if (!created.has_filename()) created = created.parent_path();  // "dir/"
+  sync_fd_path(created.parent_path().string(), O_RDONLY | O_DIRECTORY, "the folder");  // the new entry survives a crash too
+}
+
+void check_writable_folder(const std::string& folder, const std::string& who) {
+  create_folders(folder, who);
+  std::string probe = folder + "/.tandem-write-check-XXXXXX";
+  std::vector<char> name(probe.begin(), probe.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw Error(who + ": cannot write in the folder " + folder + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(name.data());
+}
 
 void write_file(const std::string& path, const void* data, std::size_t bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);

@@ -18,6 +18,15 @@ void write_atomically(const std::string& path, const std::function<void(const st
 // file size limit is a tandem::Error naming the path, the reason and how much was written.
 void write_file(const std::string& path, const void* data, std::size_t bytes);
 
+// Creates `folder` and any missing parents (nothing to do when it exists) and syncs the entry of a
+// new folder to disk. Otherwise a tandem::Error "`who`: cannot create the folder F: <reason>".
+void create_folders(const std::string& folder, const std::string& who);
+
+// Creates `folder` as create_folders does, then creates and removes a temporary file in it, so a
+// folder that cannot be written is found before work that would be lost: a tandem::Error
+// "`who`: cannot write in the folder F: <reason>".
+void check_writable_folder(const std::string& folder, const std::string& who);
+
 // Flushes a file's data and metadata to disk (fsync). Throws tandem::Error naming the path.
 void sync_to_disk(const std::string& path);
 

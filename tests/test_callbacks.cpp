@@ -116,16 +116,16 @@ TEST_CASE("progbar: keys in first-seen order, val_* from the epoch-end logs") {
   h.bar.on_epoch_begin(0, {});
   h.t = 1;
   h.bar.on_train_batch_end(0, {{"loss", 0.5}, {"accuracy", 0.25}});
-  // Logs are sorted maps; a key first seen at epoch end (learning_rate) goes after the earlier
-  // ones, as in Keras's Progbar.
+  // Keys first seen at epoch end go after the earlier ones, as in Keras's Progbar; learning_rate,
+  // which Keras's callbacks add after fit added val_*, goes last although the Logs sort it before them.
   h.bar.on_epoch_end(0, {{"accuracy", 0.5},
                          {"learning_rate", 0.01},
                          {"loss", 0.25},
                          {"val_accuracy", 0.75},
                          {"val_loss", 0.125}});
   CHECK(h.last_draw() == BOLD + "1/1" + RST + " " + FULL_BAR + " " + BOLD + "1s" + RST +
-                             " 1s/step - accuracy: 0.5000 - loss: 0.2500 - learning_rate: 0.0100"
-                             " - val_accuracy: 0.7500 - val_loss: 0.1250\n");
+                             " 1s/step - accuracy: 0.5000 - loss: 0.2500 - val_accuracy: 0.7500 - val_loss: 0.1250"
+                             " - learning_rate: 0.0100\n");
 }
 
 TEST_CASE("progbar: values that would print as 0.0000 use scientific notation") {

@@ -235,6 +235,15 @@ TEST_CASE("device: names are parsed by kind; unknown kinds and a missing GPU bac
     CHECK_THROWS_WITH_AS(tandem::backend::parse_device("gpu:0"), doctest::Contains("no GPU backend"), tandem::ValueError);
 }
 
+TEST_CASE("device: an unknown name's error lists each accepted form once") {
+  // This program registers "sim" besides "cpu" (and "gpu" in a CUDA build).
+  const std::string gpu = TANDEM_WITH_CUDA ? "\"gpu\", " : "";
+  CHECK_THROWS_WITH_AS(tandem::backend::parse_device("tpu:0"),
+                       ("unknown device 'tpu:0'; expected \"cpu\", \"cpu:N\", \"sim\", \"sim:N\", " + gpu +
+                        "\"gpu:N\" or \"gpu:N/L\" (logical GPU L of GPU N)").c_str(),
+                       tandem::ValueError);
+}
+
 TEST_CASE("device: at each epoch end a layer's weights show the devices' values, and a callback's writes reach them") {
   auto model = make_model(dist::Default("sim:0"));
   const auto data = blobs(64, 9);

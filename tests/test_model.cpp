@@ -147,6 +147,27 @@ TEST_CASE("model: summary lists layers, shapes and parameter counts") {
   CHECK(s.find("Total params: 203,530 (795.04 KB)") != std::string::npos);
 }
 
+TEST_CASE("model errors: a sparse loss refuses float labels with a fraction and one-hot targets, naming the loss, value and row") {
+  tandem::Sequential model({tl::InputLayer({4}), tl::Dense(3)}, "m");
+  model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  const Tensor x({6, 4}, tandem::DType::F32);
+  const std::vector<float> labels{0, 1, 2, 1.5f, 0, 1};  // 1.5 would have been trained as class 1
+  CHECK_THROWS_WITH_AS(model.fit(x, Tensor::from({6}, std::span<const float>(labels)), {.verbose = 0}),
+                       "sparse_categorical_crossentropy: label 1.5 at row 3 is not a whole number: class ids are 0, 1, ..., 2", tandem::ValueError);
+  const std::vector<double> nan_label{0, 1, 2, 0, std::nan(""), 1};
+  CHECK_THROWS_WITH_AS(model.evaluate(x, Tensor::from({6, 1}, std::span<const double>(nan_label)), {.verbose = 0}),
+                       doctest::Contains("label nan at row 4 is not a whole number"), tandem::ValueError);
+  const std::vector<float> whole{0, 1, 2, 1, 0, 2};  // float class ids without a fraction are fine
+  CHECK_NOTHROW(model.fit(x, Tensor::from({6}, std::span<const float>(whole)), {.verbose = 0}));
+  CHECK_THROWS_WITH_AS(model.fit(x, Tensor({6, 3}, tandem::DType::F32), {.verbose = 0}),
+                       "sparse_categorical_crossentropy: targets of shape (6, 3) look one-hot (the model output is (None, 3)); this loss takes "
+                       "class ids of shape (6,). For one-hot targets use losses::CategoricalCrossentropy",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(model.fit(x, Tensor({6, 2}, tandem::DType::I32), {.verbose = 0}),
+                       doctest::Contains("targets of shape (6, 2) do not fit (the model output is (None, 3)); this loss takes class ids of shape (6,)"),
+                       tandem::ValueError);
+}
+
 TEST_CASE("model errors: each names the layer or argument with expected and actual values") {
   tandem::Sequential model({tl::InputLayer({4}), tl::Dense(3, "relu", {.name = "hidden"}), tl::Dense(2)}, "m");
   model.compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});

@@ -2,8 +2,11 @@
 // Keras 3's rules give by hand for a scripted sequence of monitored values, and in fit, where a
 // learning rate a callback sets must reach every device (Default and Mirrored).
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -186,4 +189,136 @@ TEST_CASE("CSVLogger writes one row per epoch with History's values, and appends
   }
   CHECK(lines[4].rfind("3,", 0) == 0);
   CHECK(lines[5].rfind("4,", 0) == 0);
+}
+
+TEST_CASE("ReduceLROnPlateau and LearningRateScheduler log learning_rate at each epoch end as Keras 3's do: History, CSVLogger and the report have it") {
+  const ScratchRoot scratch_root("tandem_learning_rate_logs");
+  const fs::path dir = scratch_root.fresh("lr");
+  const tandem::Dataset data = blobs(64, 20, 5);
+  auto as_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  {  // ReduceLROnPlateau: the rate each epoch trained with (logged before that epoch's reduction)
+    auto model = small_model(0.1);
+    const std::string csv = (dir / "log.csv").string(), svg = (dir / "report.svg").string();
+    // No epoch after the first improves by 1e9, so each later epoch halves the rate.
+    auto reduce = cb::ReduceLROnPlateau({.monitor = "loss", .factor = 0.5, .patience = 0, .min_delta = 1e9});
+    const tandem::History h = model->fit(data, {.epochs = 4, .batch_size = 16, .verbose = 0, .callbacks = {cb::CSVLogger(csv), reduce}});
+    REQUIRE(h.history.count("learning_rate"));
+    CHECK(h.history.at("learning_rate") == std::vector<double>{as_float(0.1), as_float(0.1), as_float(0.05), as_float(0.025)});
+    std::ifstream in(csv);
+    std::string header, row;
+    std::getline(in, header);
+    CHECK(header == "epoch,accuracy,learning_rate,loss");
+    for (int e = 0; e < 4; ++e) {
+      std::getline(in, row);
+      CHECK(std::stod(row.substr(row.find(',', row.find(',') + 1) + 1)) == h.history.at("learning_rate")[e]);
+    }
+    tandem::plot_history(h, svg);
+    std::ifstream report(svg);
+    const std::string text((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+    CHECK(text.find("<g class=\"chart\" data-family=\"learning_rate\">") != std::string::npos);
+  }
+  {  // LearningRateScheduler: the rate it set when the epoch began
+    auto model = small_model(0.1);
+    const tandem::History h = model->fit(
+        data, {.epochs = 3, .batch_size = 16, .verbose = 0, .callbacks = {cb::LearningRateScheduler([](int epoch, double) { return 0.1 / (epoch + 1); })}});
+    CHECK(h.history.at("learning_rate") == std::vector<double>{as_float(0.1), as_float(0.05), as_float(0.1 / 3)});
+  }
+  {  // A schedule's rate for the next step: 4 steps per epoch halve it
+    tandem::set_random_seed(3);
+    tandem::Sequential model({tl::InputLayer({20}), tl::Dense(5)});
+    model.compile({.optimizer = tandem::optimizers::SGD(tandem::schedules::ExponentialDecay(0.1, 4, 0.5)),
+                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    const tandem::History h = model.fit(data, {.epochs = 2, .batch_size = 16, .verbose = 0, .callbacks = {cb::ReduceLROnPlateau({.monitor = "loss"})}});
+    CHECK(h.history.at("learning_rate") == std::vector<double>{as_float(0.05), as_float(0.025)});
+  }
+  {  // Without them Keras 3's fit logs no learning_rate, and neither does this one
+    auto model = small_model(0.1);
+    CHECK_FALSE(model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0}).history.count("learning_rate"));
+  }
+}
+
+TEST_CASE("CSVLogger creates the folders its file goes in, and names a folder it cannot create") {
+  const ScratchRoot scratch_root("tandem_csv_logger_folders");
+  const fs::path dir = scratch_root.fresh("runs");
+  const std::string path = (dir / "run1" / "logs" / "log.csv").string();
+  auto model = small_model(0.1);
+  const tandem::Dataset data = blobs(64, 20, 5);
+  model->fit(data, {.epochs = 2, .batch_size = 16, .verbose = 0, .callbacks = {cb::CSVLogger(path)}});
+  std::ifstream in(path);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  CHECK(lines == 3);
+  std::ofstream(dir / "file") << "a file, not a folder\n";
+  const std::string blocked = (dir / "file" / "log.csv").string();
+  CHECK_THROWS_WITH_AS(model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0, .callbacks = {cb::CSVLogger(blocked)}}),
+                       ("CSVLogger: cannot create the folder " + (dir / "file").string() + ": Not a directory").c_str(), tandem::Error);
+}
+
+TEST_CASE("BackupAndRestore finds a folder it cannot write when fit starts, before any epoch's work") {
+  const ScratchRoot scratch_root("tandem_backup_folder");
+  const fs::path dir = scratch_root.fresh("b");
+  auto model = small_model(0.1);
+  const tandem::Dataset data = blobs(64, 20, 5);
+  int epochs = 0;
+  auto count = cb::Lambda([&](int, const Logs&) { ++epochs; });
+  auto fit = [&](const std::string& backup_dir) {
+    model->fit(data, {.epochs = 1, .batch_size = 16, .verbose = 0, .callbacks = {count, cb::BackupAndRestore(backup_dir, {.delete_checkpoint = false})}});
+  };
+  // Paths that fail for root too: a folder under a regular file, and /proc, where no file can be made.
+  std::ofstream(dir / "file") << "a file, not a folder\n";
+  const std::string under_file = (dir / "file" / "backup").string();
+  CHECK_THROWS_WITH_AS(fit(under_file), ("BackupAndRestore (backup_dir): cannot create the folder " + under_file + ": Not a directory").c_str(),
+                       tandem::Error);
+  CHECK_THROWS_WITH_AS(fit("/proc"), doctest::Contains("BackupAndRestore (backup_dir): cannot write in the folder /proc: "), tandem::Error);
+  CHECK(epochs == 0);
+  // A folder that can be written is created at once, and the probe file leaves nothing behind.
+  const fs::path fresh = dir / "new" / "backup";
+  fit(fresh.string());
+  CHECK(epochs == 1);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(fresh)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"backup-a.weights.h5", "training_state.json"});
+}
+
+TEST_CASE("BackupAndRestore refuses a folder whose permissions forbid writing when fit starts") {
+  if (::geteuid() == 0) {  // root writes whatever the permission bits say
+    MESSAGE("skipped: running as root, where permission bits do not stop writes");
+    return;
+  }
+  const ScratchRoot scratch_root("tandem_backup_permissions");
+  const fs::path dir = scratch_root.fresh("read_only");
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  auto model = small_model(0.1);
+  int epochs = 0;
+  auto count = cb::Lambda([&](int, const Logs&) { ++epochs; });
+  CHECK_THROWS_WITH_AS(model->fit(blobs(64, 20, 5), {.epochs = 1, .batch_size = 16, .verbose = 0, .callbacks = {count, cb::BackupAndRestore(dir.string())}}),
+                       ("BackupAndRestore (backup_dir): cannot write in the folder " + dir.string() + ": Permission denied").c_str(), tandem::Error);
+  CHECK(epochs == 0);
+  fs::permissions(dir, fs::perms::owner_all);  // so the scratch folder can be removed
+}
+
+TEST_CASE("BackupAndRestore: a training state that cannot be written for lack of space names the system's reason and keeps the last one") {
+  // full_disk_child writes a backup under a file size limit that its weights file fits and its
+  // training state does not: the write fails as it would on a full disk (EFBIG there, ENOSPC here).
+  const ScratchRoot scratch_root("tandem_full_disk_state");
+  const fs::path dir = scratch_root.fresh("d");
+  FILE* pipe = ::popen((std::string(FULL_DISK_CHILD) + " --training-state " + dir.string() + " 2>&1").c_str(), "r");
+  REQUIRE(pipe);
+  std::string output;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
+  const int status = ::pclose(pipe);
+  INFO(output);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  const fs::path state = dir / "backup" / "training_state.json";
+  CHECK(output.find("refused: BackupAndRestore: cannot write the training state: " + state.string() + ": not saved (the file there is unchanged): ") !=
+        std::string::npos);
+  CHECK(output.find(" bytes written): File too large") != std::string::npos);
+  CHECK(output.find("the training state is unchanged") != std::string::npos);
+  std::vector<std::string> names;  // no temporary is left behind
+  for (const auto& e : fs::directory_iterator(dir / "backup")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"backup-a.weights.h5", "backup-b.weights.h5", "training_state.json"});
 }

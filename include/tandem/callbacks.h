@@ -32,6 +32,10 @@ class Callback {
   virtual void on_train_end(const Logs&) {}
   virtual void on_epoch_begin(int /*epoch*/, const Logs&) {}
   virtual void on_epoch_end(int /*epoch*/, const Logs&) {}
+  // Called on every callback before any on_epoch_end: adds keys to the epoch's logs, as a Keras
+  // callback writes into `logs` (ReduceLROnPlateau and LearningRateScheduler add "learning_rate"),
+  // so that History, CSVLogger and the progress bar's epoch line all have them.
+  virtual void add_epoch_logs(int /*epoch*/, Logs&) {}
   virtual void on_train_batch_begin(int64_t /*batch*/, const Logs&) {}
   virtual void on_train_batch_end(int64_t /*batch*/, const Logs&) {}
   virtual void on_test_begin(const Logs&) {}

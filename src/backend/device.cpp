@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/registry.h"
 #include "tandem/errors.h"
@@ -15,9 +16,16 @@ core::Registry<std::string, DeviceFactory>& device_kinds() {
   return r;
 }
 
-std::string known_kinds() {
+// The names parse_device accepts, for its error: "kind" and "kind:N" of each registered kind, then
+// the GPU forms, named even in a build without CUDA (where "gpu:N" then says why it is unavailable).
+std::string accepted_forms() {
+  std::vector<std::string> forms;
+  for (const auto& [kind, slot] : device_kinds().entries())
+    if (kind != "gpu") forms.insert(forms.end(), {"\"" + kind + "\"", "\"" + kind + ":N\""});
+  if (device_kinds().find("gpu")) forms.push_back("\"gpu\"");
+  forms.insert(forms.end(), {"\"gpu:N\"", "\"gpu:N/L\" (logical GPU L of GPU N)"});
   std::string s;
-  for (const auto& [kind, slot] : device_kinds().entries()) s += (s.empty() ? "\"" : ", \"") + kind + "\", \"" + kind + ":N\"";
+  for (std::size_t i = 0; i < forms.size(); ++i) s += (i == 0 ? "" : i + 1 == forms.size() ? " or " : ", ") + forms[i];
   return s;
 }
 }  // namespace
@@ -57,7 +65,7 @@ DeviceName parse_device(const std::string& device) {
   if (!known && kind == "gpu" && digits)
     throw ValueError("device '" + device + "' is not available: this build of Tandem has no GPU backend (it was built without CUDA); use \"cpu\" devices");
   if (!known || !digits || !slash_ok)
-    throw ValueError("unknown device '" + device + "'; expected " + known_kinds() + " or \"gpu:N\" or \"gpu:N/L\" (logical GPU L of GPU N)");
+    throw ValueError("unknown device '" + device + "'; expected " + accepted_forms());
   return {kind, std::stoi(index), logical.empty() ? -1 : std::stoi(logical)};
 }
 

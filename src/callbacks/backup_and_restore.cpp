@@ -85,7 +85,11 @@ class BackupAndRestoreCallback final : public Callback {
     weights_file_.clear();
     // Every worker restores from the chief's backup; only the chief writes and removes it.
     writer_ = distribute::this_worker().chief();
-    if (writer_) remove_temporaries();
+    if (writer_) {
+      // A folder that cannot be written fails here, not at the first backup after an epoch's work.
+      io::check_writable_folder(dir_, "BackupAndRestore (backup_dir)");
+      remove_temporaries();
+    }
     if (fs::exists(state_path())) restore();
   }
 
@@ -153,14 +157,7 @@ class BackupAndRestoreCallback final : public Callback {
 
   // Writes the weights file the current state does not name, then the state that names it.
   void backup(const FitProgress& at) {
-    std::error_code ec;
-    if (!fs::is_directory(dir_, ec)) {
-      fs::create_directories(dir_, ec);
-      if (ec) throw Error("BackupAndRestore: cannot create the backup folder " + dir_ + ": " + ec.message());
-      fs::path folder = fs::absolute(dir_);
-      if (!folder.has_filename()) folder = folder.parent_path();  // "dir/"
-      io::sync_to_disk(folder.parent_path().string());  // the new folder's entry survives a crash too
-    }
+    io::create_folders(dir_, "BackupAndRestore (backup_dir)");  // removed since fit began, perhaps
     const std::string weights = weights_file_ == kWeightsFiles[0] ? kWeightsFiles[1] : kWeightsFiles[0];
     model_->save_weights((fs::path(dir_) / weights).string());
 
@@ -181,12 +178,12 @@ class BackupAndRestoreCallback final : public Callback {
         {"history_epochs", history_epochs_},
         {"history", history},
     };
-    io::write_atomically(state_path().string(), [&](const std::string& temp) {
-      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-      out << state.dump(2) << "\n";
-      out.close();
-      if (!out) throw Error(temp + ": cannot write the training state");
-    });
+    const std::string text = state.dump(2) + "\n";
+    try {
+      io::write_atomically(state_path().string(), [&](const std::string& temp) { io::write_file(temp, text.data(), text.size()); });
+    } catch (const Error& e) {  // it names the file and the system's reason ("No space left on device")
+      throw Error(std::string("BackupAndRestore: cannot write the training state: ") + e.what());
+    }
     weights_file_ = weights;
   }
 

@@ -1,10 +1,12 @@
 // CSVLogger (keras/src/callbacks/csv_logger.py).
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
 
 #include "callbacks/checkpoint_path.h"
+#include "io/atomic_file.h"
 #include "tandem/callbacks.h"
 #include "tandem/distribute.h"
 #include "tandem/errors.h"
@@ -26,6 +28,7 @@ class CSVLoggerCallback final : public Callback {
     // Appending to a file that has rows keeps its header (Keras reads the first byte to decide).
     struct stat st{};
     header_written_ = o_.append && ::stat(filename_.c_str(), &st) == 0 && st.st_size > 0;
+    io::create_folders(std::filesystem::path(filename_).parent_path().string(), "CSVLogger");  // "run1/log.csv" in a new run1
     out_.open(filename_, o_.append ? std::ios::app : std::ios::trunc);
     if (!out_) throw Error("CSVLogger: " + filename_ + ": cannot open the file: " + std::strerror(errno));
     keys_.clear();

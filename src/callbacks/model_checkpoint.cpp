@@ -9,6 +9,7 @@
 
 #include "callbacks/checkpoint_path.h"
 #include "callbacks/monitor.h"
+#include "io/atomic_file.h"
 #include "tandem/callbacks.h"
 #include "tandem/distribute.h"
 #include "tandem/errors.h"
@@ -299,11 +300,7 @@ class ModelCheckpointCallback final : public Callback {
     std::error_code ec;
     if (fs::is_directory(path, ec))
       throw Error("Please specify a non-directory filepath for ModelCheckpoint. Filepath used is an existing directory: " + path);
-    const fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty() && !fs::exists(parent, ec)) {
-      fs::create_directories(parent, ec);
-      if (ec) throw Error("ModelCheckpoint: cannot create the folder " + parent.string() + ": " + ec.message());
-    }
+    io::create_folders(fs::path(path).parent_path().string(), "ModelCheckpoint");
     if (o_.save_weights_only)
       model_->save_weights(path);
     else

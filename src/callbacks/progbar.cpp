@@ -1,5 +1,6 @@
 // Keras 3's progress bar (keras/src/utils/progbar.py driven by callbacks/progbar_logger.py),
 // reproduced character for character so training output reads exactly like Keras's.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -147,11 +148,15 @@ struct ProgbarLogger::Bar {
 
   void update(std::ostream& out, int64_t current, const Logs& logs, bool finalize, double now) {
     // Keys stay in the order first seen (each Logs is sorted) and keep their last value, like
-    // Keras's _values_order / _values.
+    // Keras's _values_order / _values. Keras's callbacks add learning_rate to the epoch's logs after
+    // fit added the val_* keys, so a new learning_rate goes after them.
+    const std::size_t known = order.size();
     for (const auto& [key, value] : logs) {
       if (!values.count(key)) order.push_back(key);
       values[key] = value;
     }
+    const auto rate = std::find(order.begin() + static_cast<std::ptrdiff_t>(known), order.end(), "learning_rate");
+    if (rate != order.end()) std::rotate(rate, rate + 1, order.end());
     double per_step = step_duration(current, now);  // before throttling: it records step 1's time
 
     if (verbose == 1) {

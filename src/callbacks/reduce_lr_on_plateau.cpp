@@ -1,6 +1,7 @@
 // ReduceLROnPlateau (keras/src/callbacks/reduce_lr_on_plateau.py) and LearningRateScheduler
 // (learning_rate_scheduler.py): the two callbacks that set the optimizer's learning rate. fit makes
-// the host's values current before epoch hooks and pushes what they wrote to the devices.
+// the host's values current before epoch hooks and pushes what they wrote to the devices. Both add
+// "learning_rate" to the epoch's logs, as Keras 3's do (its fit does not add it otherwise).
 #include <cmath>
 #include <iostream>
 
@@ -21,6 +22,14 @@ Optimizer& optimizer_of(Model* model, const char* callback) {
   return *model->optimizer();
 }
 
+// The epoch's "learning_rate" as Keras 3's two callbacks log it at epoch end: the optimizer's rate
+// before this epoch's reduction, or a schedule's for the next step, as float32.
+void log_learning_rate(Model* model, const char* callback, Logs& logs) {
+  const Optimizer& optimizer = optimizer_of(model, callback);
+  const SchedulePtr& schedule = optimizer.schedule();
+  logs["learning_rate"] = schedule ? static_cast<double>(static_cast<float>((*schedule)(optimizer.iterations()))) : optimizer.learning_rate();
+}
+
 class ReduceLROnPlateauCallback final : public Callback {
  public:
   explicit ReduceLROnPlateauCallback(ReduceLROnPlateauOptions o)
@@ -31,6 +40,7 @@ class ReduceLROnPlateauCallback final : public Callback {
   }
 
   void on_train_begin(const Logs&) override { best_.reset(), cooldown_counter_ = 0, wait_ = 0; }
+  void add_epoch_logs(int, Logs& logs) override { log_learning_rate(model_, "ReduceLROnPlateau", logs); }
 
   void on_epoch_end(int epoch, const Logs& logs) override {
     const auto it = logs.find(o_.monitor);
@@ -70,6 +80,7 @@ class LearningRateSchedulerCallback final : public Callback {
       : schedule_(std::move(schedule)), verbose_(verbose) {
     if (!schedule_) throw ValueError("LearningRateScheduler: the schedule is empty");
   }
+  void add_epoch_logs(int, Logs& logs) override { log_learning_rate(model_, "LearningRateScheduler", logs); }
   void on_epoch_begin(int epoch, const Logs&) override {
     Optimizer& optimizer = optimizer_of(model_, "LearningRateScheduler");
     const double lr = schedule_(epoch, optimizer.learning_rate());

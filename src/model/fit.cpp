@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "callbacks/checkpoint_path.h"
 #include "data/batcher.h"
 #include "layer_base/initializers.h"
 #include "metrics/metrics.h"
@@ -43,6 +44,37 @@ struct Accumulator {
     return l;
   }
 };
+
+// A sparse loss's targets as int class ids: one per prediction row (the output's shape but its class
+// axis), each a whole number in [0, classes). Checked once per fit, here where they are converted,
+// so the steps read them unchecked; a float label is never truncated into another class.
+Tensor class_ids(const std::string& loss, Tensor y, const Shape& out) {
+  if (y.shape().rank() == out.rank() && y.shape().back() == 1)  // (N, 1) class ids -> (N,)
+    y = y.reshape(Shape(std::vector<int64_t>(y.shape().dims().begin(), y.shape().dims().end() - 1)));
+  if (out.rank() < 2) throw ValueError(loss + ": the model output " + out.str() + " has no class axis to take class ids for");
+  const std::vector<int64_t>& o = out.dims();
+  const Shape expected = Shape(std::vector<int64_t>(o.begin() + 1, o.end() - 1)).with_batch(y.shape()[0]);
+  if (y.shape() != expected) {
+    const bool one_hot = y.shape().without_batch() == out.without_batch();
+    throw ValueError(loss + ": targets of shape " + y.shape().str() + (one_hot ? " look one-hot (" : " do not fit (") + "the model output is " +
+                     out.str() + "); this loss takes class ids of shape " + expected.str() +
+                     (one_hot ? ". For one-hot targets use losses::CategoricalCrossentropy" : ""));
+  }
+  const int64_t classes = out.back(), per_row = y.shape()[0] > 0 ? y.size() / y.shape()[0] : 1;
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const double label = y.item(i);
+    const std::string at = " at row " + std::to_string(i / per_row);
+    if (label != std::floor(label))  // NaN too
+      throw ValueError(loss + ": label " + callbacks::detail::python_float_repr(label) + at + " is not a whole number: class ids are 0, 1, ..., " +
+                       std::to_string(classes - 1));
+    if (label < 0 || label >= double(classes)) {
+      char whole[400];  // any whole double (up to 309 digits), or inf
+      std::snprintf(whole, sizeof whole, "%.0f", label);
+      throw ValueError(loss + ": label " + whole + at + " is out of range [0, " + std::to_string(classes) + ") for model output " + out.str());
+    }
+  }
+  return y.dtype() == DType::I32 || y.dtype() == DType::I64 ? y : y.cast(DType::I32);
+}
 
 }  // namespace
 
@@ -114,16 +146,7 @@ Dataset Model::prepare(const Dataset& data, const char* where) {
         throw ValueError(loss.name() + target + ": the targets' row map gives " + dtype_name(t) + ", expected " +
                          (loss.sparse_targets() ? std::string("int32 or int64 class ids") : std::string(dtype_name(m.outputs[o].dtype()))));
     } else if (loss.sparse_targets()) {
-      if (y.dtype() != DType::I32 && y.dtype() != DType::I64) y = y.cast(DType::I32);
-      if (y.shape().rank() == out.rank() && y.shape().back() == 1)  // (N, 1) class ids -> (N,)
-        y = y.reshape(Shape(std::vector<int64_t>(y.shape().dims().begin(), y.shape().dims().end() - 1)));
-      const int64_t classes = out.back();
-      for (int64_t i = 0; i < y.size(); ++i) {
-        const double label = y.item(i);
-        if (label < 0 || label >= double(classes))
-          throw ValueError(loss.name() + target + ": label " + std::to_string(int64_t(label)) + " at row " + std::to_string(i) +
-                           " is out of range [0, " + std::to_string(classes) + ") for model output " + out.str());
-      }
+      y = class_ids(loss.name() + target, y, out);
     } else if (y.dtype() != m.outputs[o].dtype()) {
       y = y.cast(m.outputs[o].dtype());
     }
@@ -287,6 +310,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       for (const auto& [k, v] : val) logs["val_" + k] = v;
     }
     m.host_view();  // callbacks read the weights (a checkpoint, a layer's get_weights)
+    for (auto& c : callbacks) c->add_epoch_logs(epoch, logs);
     for (auto& c : callbacks) c->on_epoch_end(epoch, logs);
     m.host_changed();  // and may have written them
     progress_ = {.epoch = epoch + 1, .steps = progress_.steps, .shuffle_seed = progress_.shuffle_seed,
