@@ -87,7 +87,14 @@ std::unique_ptr<tandem::Model> round_trip(tandem::Model& model, const Tensor& x,
   CHECK(layer_names(*loaded) == layer_names(model));
   CHECK(same(state_of(*loaded), state_of(model)));
   CHECK(same(loaded->predict(x), model.predict(x)));
-  CHECK(loaded->summary_string() == model.summary_string());
+  // The architecture's part of the summary: the memory table below it belongs to a compiled
+  // training step, which the loaded model has not run yet.
+  auto architecture = [](tandem::Model& m) {
+    const std::string text = m.summary_string();
+    return text.substr(0, text.find("\nMemory per device"));
+  };
+  CHECK(architecture(*loaded) == architecture(model));
+  CHECK(model.summary_string().find("Memory per device") != std::string::npos);
   return loaded;
 }
 
