@@ -80,6 +80,25 @@ def ensure_environment(build: Path, skip: bool) -> Path:
     return python
 
 
+def load_in_keras(path):
+    """Keras's load_model of an archive Tandem wrote: (the model or None, whether it loaded
+    without an error or a warning), printing each warning and the error."""
+    import keras
+
+    clean = True
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = keras.models.load_model(path)
+        for w in caught:
+            print(f"  warning from Keras: {w.message}")
+            clean = False
+    except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+        print(f"  Keras cannot load Tandem's archive: {type(e).__name__}: {e} -> FAIL")
+        return None, False
+    return model, clean
+
+
 def keras_model(name):
     import keras
     from keras import layers
@@ -251,16 +270,9 @@ def archive_checks(build: Path, work: Path) -> bool:
         print(f"  Tandem loads Keras's archive: max |y_keras - y_tandem| = {diff:.2e}; iterations {tandem['iterations_loaded']} "
               f"vs {iterations} -> {'ok' if good else 'FAIL'}")
         ok &= good
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                model = keras.models.load_model(work / f"archive_{name}_from_tandem.keras")
-            for w in caught:
-                print(f"  warning from Keras: {w.message}")
-                ok = False
-        except Exception as e:  # noqa: BLE001 - any failure to load is the finding
-            print(f"  Keras cannot load Tandem's archive: {type(e).__name__}: {e} -> FAIL")
-            ok = False
+        model, clean = load_in_keras(work / f"archive_{name}_from_tandem.keras")
+        ok &= clean
+        if model is None:
             continue
         diff = float(np.max(np.abs(np.asarray(model.predict(x, verbose=0)) - array(tandem["y_saved"]))))
         iterations = int(np.asarray(model.optimizer.iterations))
@@ -369,16 +381,9 @@ def predict_only_checks(build: Path, work: Path) -> bool:
             print(f"  Tandem loads Keras's {kind}: max |y_keras - y_tandem| = {diff:.2e}; "
                   f"{'compiled' if tandem['compiled'] else 'uncompiled'} -> {'ok' if good else 'FAIL'}")
             ok &= good
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                model = keras.models.load_model(work / f"archive_{name}_from_tandem.keras")
-            for w in caught:
-                print(f"  warning from Keras: {w.message}")
-                ok = False
-        except Exception as e:  # noqa: BLE001 - any failure to load is the finding
-            print(f"  Keras cannot load Tandem's archive: {type(e).__name__}: {e} -> FAIL")
-            ok = False
+        model, clean = load_in_keras(work / f"archive_{name}_from_tandem.keras")
+        ok &= clean
+        if model is None:
             continue
         diff = float(np.max(np.abs(np.asarray(model.predict(x, verbose=0)) - array(tandem["y_saved"]))))
         iterations = int(np.asarray(model.optimizer.iterations)) if model.compiled else 0

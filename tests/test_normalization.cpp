@@ -111,6 +111,22 @@ void check_layer_norm(const Shape& s) {
     }
   }
 }
+
+// Rows of features spread unevenly over rows and channels, and a target per row, for the tests of
+// the moving statistics.
+struct Rows {
+  std::vector<float> xs, ys;
+  tandem::Tensor x, y;
+  Rows(int64_t rows, int64_t features) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t f = 0; f < features; ++f) xs.push_back(static_cast<float>(0.25 * double(r * r % 7) + 1.5 * double(f) - 0.3 * double(r % 3)));
+      ys.push_back(static_cast<float>(0.1 * double(r) - 0.4));
+    }
+    x = tandem::Tensor::from({rows, features}, std::span<const float>(xs));
+    y = tandem::Tensor::from({rows, 1}, std::span<const float>(ys));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("normalization: gradient of batch_norm_train") {
@@ -323,13 +339,9 @@ TEST_CASE("normalization: Keras weights, names and defaults") {
 TEST_CASE("normalization: fit updates the moving statistics, evaluate and predict use them") {
   constexpr int64_t kRows = 12, kFeatures = 3, kBatch = 4;
   constexpr double kMomentum = 0.6;
-  std::vector<float> xs, ys;
-  for (int64_t r = 0; r < kRows; ++r) {
-    for (int64_t f = 0; f < kFeatures; ++f) xs.push_back(static_cast<float>(0.25 * double(r * r % 7) + 1.5 * double(f) - 0.3 * double(r % 3)));
-    ys.push_back(static_cast<float>(0.1 * double(r) - 0.4));
-  }
-  const tandem::Tensor x = tandem::Tensor::from({kRows, kFeatures}, std::span<const float>(xs));
-  const tandem::Tensor y = tandem::Tensor::from({kRows, 1}, std::span<const float>(ys));
+  const Rows data(kRows, kFeatures);
+  const std::vector<float>&xs = data.xs;
+  const tandem::Tensor &x = data.x, &y = data.y;
 
   auto in = tandem::Input({kFeatures});
   auto bn = tl::BatchNormalization({.momentum = kMomentum});
@@ -386,13 +398,9 @@ TEST_CASE("normalization: fit updates the moving statistics, evaluate and predic
 TEST_CASE("normalization: under micro-batches each is normalised by its own statistics, the moving statistics by the whole batch's") {
   constexpr int64_t kRows = 16, kFeatures = 3, kBatch = 8, kMicro = 4;
   constexpr double kMomentum = 0.6;
-  std::vector<float> xs, ys;
-  for (int64_t r = 0; r < kRows; ++r) {
-    for (int64_t f = 0; f < kFeatures; ++f) xs.push_back(static_cast<float>(0.25 * double(r * r % 7) + 1.5 * double(f) - 0.3 * double(r % 3)));
-    ys.push_back(static_cast<float>(0.1 * double(r) - 0.4));
-  }
-  const tandem::Tensor x = tandem::Tensor::from({kRows, kFeatures}, std::span<const float>(xs));
-  const tandem::Tensor y = tandem::Tensor::from({kRows, 1}, std::span<const float>(ys));
+  const Rows data(kRows, kFeatures);
+  const std::vector<float>&xs = data.xs, &ys = data.ys;
+  const tandem::Tensor &x = data.x, &y = data.y;
   const auto rows = [&](int64_t first, int64_t count) {
     return std::vector<double>(xs.begin() + first * kFeatures, xs.begin() + (first + count) * kFeatures);
   };

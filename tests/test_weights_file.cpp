@@ -106,6 +106,11 @@ void train(tandem::Model& m, const Tensor& x, const Tensor& y, int epochs) {
   m.fit(x, y, {.epochs = epochs, .batch_size = 16, .shuffle = false, .verbose = 0});
 }
 
+std::string bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -327,10 +332,6 @@ TEST_CASE("weights file: a failed write leaves the previous file intact") {
   auto m = mlp();
   const fs::path file = dir / "keep.weights.h5";
   m->save_weights(file);
-  const auto bytes = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   const std::string original = bytes(file);
   const auto folder_entries = [&] { return std::distance(fs::directory_iterator(dir), fs::directory_iterator()); };
 
@@ -374,10 +375,6 @@ TEST_CASE("weights file: a save into a folder without write permission leaves th
   auto m = mlp();
   const fs::path file = dir / "keep.weights.h5";
   m->save_weights(file);
-  const auto bytes = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   const std::string original = bytes(file);
   fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
   perturb(*m, 1);

@@ -63,14 +63,14 @@ Tensor class_ids(const std::string& loss, Tensor y, const Shape& out) {
   const int64_t classes = out.back(), per_row = y.shape()[0] > 0 ? y.size() / y.shape()[0] : 1;
   for (int64_t i = 0; i < y.size(); ++i) {
     const double label = y.item(i);
-    const std::string at = " at row " + std::to_string(i / per_row);
+    const auto at = [&] { return " at row " + std::to_string(i / per_row); };
     if (label != std::floor(label))  // NaN too
-      throw ValueError(loss + ": label " + callbacks::detail::python_float_repr(label) + at + " is not a whole number: class ids are 0, 1, ..., " +
+      throw ValueError(loss + ": label " + callbacks::detail::python_float_repr(label) + at() + " is not a whole number: class ids are 0, 1, ..., " +
                        std::to_string(classes - 1));
     if (label < 0 || label >= double(classes)) {
       char whole[400];  // any whole double (up to 309 digits), or inf
       std::snprintf(whole, sizeof whole, "%.0f", label);
-      throw ValueError(loss + ": label " + whole + at + " is out of range [0, " + std::to_string(classes) + ") for model output " + out.str());
+      throw ValueError(loss + ": label " + whole + at() + " is out of range [0, " + std::to_string(classes) + ") for model output " + out.str());
     }
   }
   return y.dtype() == DType::I32 || y.dtype() == DType::I64 ? y : y.cast(DType::I32);
