@@ -104,9 +104,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // which config_json adds). The default throws ValueError: the layer cannot be saved whole.
   virtual LayerConfig get_config() const;
   VariablePtr add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable = true);
+  std::string who() const;  // `Dense "dense_1"`: the class and the name, for messages
 
  private:
-  std::string who() const;  // `Dense "dense_1"`, for messages
   Symbol call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs);
   void add_sublayer(const std::shared_ptr<Layer>& layer);
   void take_dtype(const std::vector<Symbol>& xs);  // before the first build

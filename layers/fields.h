@@ -1,0 +1,176 @@
+// A layer's arguments declared once: each field names its Keras config key, where its value lives in
+// the layer's argument struct, and what it accepts. The same table writes the config (get_config),
+// reads it back with the struct's own defaults (from_config), and checks the values with errors
+// that name the layer, the argument, what it accepts and what came:
+//
+//   struct DenseArgs { int64_t units = 0; std::string activation; DenseOptions options; };
+//   const Fields<DenseArgs> kDenseFields{
+//       required("units", [](auto& a) -> auto& { return a.units; }, positive),
+//       activation("activation", [](auto& a) -> auto& { return a.activation; }),
+//       field("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
+//       initializer("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
+//       unused("kernel_regularizer")};
+//
+// Defaults live in the argument struct (the public options' member initialisers), so a default is
+// stated once. An accessor is a lambda returning a reference into the struct; the value's C++
+// type picks how it is written and read: int64_t, double, bool, std::string, Int2.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "layers/activations.h"
+#include "layers/config.h"
+#include "layers/conv_util.h"
+#include "tandem/errors.h"
+
+namespace tandem::layers {
+
+// A rule returns "" when the value is acceptable, else what the argument must be ("positive",
+// "in [0, 1)"), which the error completes as `Dense "d": units must be positive, got 0`.
+namespace rules {
+inline constexpr struct Positive {
+  std::string operator()(int64_t v) const { return v > 0 ? "" : "positive"; }
+  std::string operator()(double v) const { return v > 0 ? "" : "positive"; }
+  std::string operator()(const Int2& v) const { return v.h > 0 && v.w > 0 ? "" : "positive integers"; }
+} positive;
+inline constexpr struct NonNegative {
+  std::string operator()(int64_t v) const { return v >= 0 ? "" : "non-negative"; }
+} non_negative;
+// [lo, hi) when `closed` is false, [lo, hi] when true.
+inline std::function<std::string(double)> in_range(double lo, double hi, bool closed) {
+  std::ostringstream s;
+  s << "in [" << lo << ", " << hi << (closed ? "]" : ")");
+  return [lo, hi, closed, text = s.str()](double v) { return v >= lo && (closed ? v <= hi : v < hi) ? "" : text; };
+}
+inline std::function<std::string(const std::string&)> one_of(std::vector<std::string> values) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? (i + 1 == values.size() ? " or \"" : ", \"") : "\"") + values[i] + "\"";
+  return [values, text](const std::string& v) {
+    for (const std::string& ok : values)
+      if (v == ok) return std::string();
+    return text;
+  };
+}
+}  // namespace rules
+
+namespace fields_detail {
+inline Json write(int64_t v) { return v; }
+inline Json write(double v) { return v; }
+inline Json write(bool v) { return v; }
+inline Json write(const std::string& v) { return v; }
+inline Json write(const Int2& v) { return int2_json(v); }
+inline void read(const ConfigReader& c, const char* key, int64_t& v, bool need) { v = need ? c.integer(key) : c.integer(key, v); }
+inline void read(const ConfigReader& c, const char* key, double& v, bool need) { v = need ? c.number(key) : c.number(key, v); }
+inline void read(const ConfigReader& c, const char* key, bool& v, bool) { v = c.boolean(key, v); }
+inline void read(const ConfigReader& c, const char* key, std::string& v, bool) { v = c.string(key, v); }
+inline void read(const ConfigReader& c, const char* key, Int2& v, bool need) { v = need ? c.int2(key) : c.int2(key, v); }
+inline std::string show(int64_t v) { return std::to_string(v); }
+inline std::string show(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+inline std::string show(bool v) { return v ? "true" : "false"; }
+inline std::string show(const std::string& v) { return "\"" + v + "\""; }
+inline std::string show(const Int2& v) { return detail::pair_str(v); }
+}  // namespace fields_detail
+
+template <class Args>
+struct Field {
+  const char* key;
+  std::function<Json(const Args&)> write;
+  std::function<void(const ConfigReader&, Args&)> read;
+  std::function<void(const std::string& who, const Args&)> check;  // throws ValueError
+};
+
+// An argument of the layer's own: written and read under `key`, its default the struct's. `rule`
+// (optional) checks it.
+template <class Args, class Get, class Rule = std::nullptr_t>
+Field<Args> field(const char* key, Get get, Rule rule = nullptr, bool need = false) {
+  using T = std::remove_cvref_t<decltype(get(std::declval<Args&>()))>;
+  Field<Args> f{key, [get](const Args& a) { return fields_detail::write(get(a)); },
+                [get, key, need](const ConfigReader& c, Args& a) { fields_detail::read(c, key, get(a), need); }, nullptr};
+  if constexpr (!std::is_same_v<Rule, std::nullptr_t>)
+    f.check = [get, key, rule](const std::string& who, const Args& a) {
+      const T& v = get(a);
+      const std::string expected = rule(v);
+      if (!expected.empty()) throw ValueError(who + ": " + key + " must be " + expected + ", got " + fields_detail::show(v));
+    };
+  return f;
+}
+
+// The same, for an argument without a default: a config must give it.
+template <class Args, class Get, class Rule = std::nullptr_t>
+Field<Args> required(const char* key, Get get, Rule rule = nullptr) {
+  return field<Args>(key, get, rule, true);
+}
+
+// An initializer's name, written as Keras's {"module", "class_name", "config"} dict.
+template <class Args, class Get>
+Field<Args> initializer(const char* key, Get get) {
+  return {key, [get](const Args& a) { return initializer_json(get(a)); },
+          [get, key](const ConfigReader& c, Args& a) { get(a) = c.initializer(key, get(a)); }, nullptr};
+}
+
+// An activation's name ("" and "linear" are the identity, written "linear"), checked against the
+// activations Tandem has.
+template <class Args, class Get>
+Field<Args> activation(const char* key, Get get) {
+  return {key,
+          [get](const Args& a) {
+            const std::string& v = get(a);
+            return Json(v.empty() ? "linear" : v);
+          },
+          [get, key](const ConfigReader& c, Args& a) { get(a) = c.activation(key); },
+          [get](const std::string& who, const Args& a) { check_activation(get(a), who); }};
+}
+
+// A Keras argument Tandem implements with one value only (data_format "channels_last"): written
+// as that value, and a config with another is refused naming the key.
+template <class Args>
+Field<Args> fixed(const char* key, Json value) {
+  return {key, [value](const Args&) { return value; }, [key, value](const ConfigReader& c, Args&) { c.expect(key, value); }, nullptr};
+}
+
+// A Keras argument Tandem does not implement (a regularizer, a constraint): written as null, as
+// Keras writes it when unused, and refused when a config sets it.
+template <class Args>
+Field<Args> unused(const char* key) {
+  return {key, [](const Args&) { return Json(nullptr); }, [key](const ConfigReader& c, Args&) { c.expect_null({key}); }, nullptr};
+}
+
+template <class Args>
+class Fields {
+ public:
+  Fields(std::initializer_list<Field<Args>> fields) : fields_(fields) {}
+
+  // Throws ValueError for the first field whose value its rule refuses; `who` names the layer.
+  void check(const std::string& who, const Args& a) const {
+    for (const Field<Args>& f : fields_)
+      if (f.check) f.check(who, a);
+  }
+  // Every field's key and value, in the table's order.
+  Json write(const Args& a) const {
+    Json args = Json::object();
+    for (const Field<Args>& f : fields_) args[f.key] = f.write(a);
+    return args;
+  }
+  // The layer's config: Keras's leading keys (name, trainable, dtype), then write(a).
+  std::string config_text(const Layer& layer, const Args& a) const { return layers::config_text(layer, write(a)); }
+  // The arguments a config gives, the struct's defaults where it gives none.
+  Args read(const ConfigReader& c, Args a = {}) const {
+    for (const Field<Args>& f : fields_) f.read(c, a);
+    return a;
+  }
+
+ private:
+  std::vector<Field<Args>> fields_;
+};
+
+}  // namespace tandem::layers
