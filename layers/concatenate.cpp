@@ -1,6 +1,7 @@
 // Concatenate: joins a list of inputs along one axis.
 #include "layer_base/call_context.h"
 #include "layers/config.h"
+#include "layers/fields.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -9,11 +10,21 @@
 namespace tandem::layers {
 
 namespace {
+struct ConcatenateArgs {
+  ConcatenateOptions options;
+};
+
+const Fields<ConcatenateArgs> kFields{
+    field<ConcatenateArgs>("axis", [](auto& a) -> auto& { return a.options.axis; }),
+};
+
 class ConcatenateLayer : public Layer {
  public:
-  explicit ConcatenateLayer(ConcatenateOptions o) : Layer("concatenate", o.name), axis_(o.axis) {}
+  explicit ConcatenateLayer(ConcatenateArgs a) : Layer("concatenate", a.options.name), args_(std::move(a)) {
+    kFields.check(who(), args_);
+  }
   std::string class_name() const override { return "Concatenate"; }
-  std::string config_json() const override { return config_text(*this, {{"axis", axis_}}); }
+  std::string config_json() const override { return kFields.config_text(*this, args_); }
 
   void build(const std::vector<Shape>& in) override {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
@@ -25,9 +36,10 @@ class ConcatenateLayer : public Layer {
     shapes = "[" + shapes + "]";
     const TensorType first = ctx.g.type(inputs[0]);
     const int rank = first.shape.rank();
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    const int64_t axis_arg = args_.options.axis;
+    const int64_t axis = axis_arg < 0 ? axis_arg + rank : axis_arg;
     if (axis < 1 || axis >= rank)
-      throw ValueError(who() + ": axis " + std::to_string(axis_) + " is out of range for inputs " + shapes +
+      throw ValueError(who() + ": axis " + std::to_string(axis_arg) + " is out of range for inputs " + shapes +
                        (axis == 0 ? " (the batch axis cannot be concatenated)" : ""));
     for (graph::Value v : inputs) {
       const TensorType t = ctx.g.type(v);
@@ -43,15 +55,16 @@ class ConcatenateLayer : public Layer {
   }
 
  private:
-  std::string who() const { return "Concatenate \"" + name() + "\""; }
-  int64_t axis_;
+  ConcatenateArgs args_;
 };
 
 const RegisterLayer registered("Concatenate", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  return std::make_shared<ConcatenateLayer>(ConcatenateOptions{.axis = c.integer("axis", -1), .name = c.name()});
+  return std::make_shared<ConcatenateLayer>(kFields.read(c, {.options = {.name = c.name()}}));
 });
 }  // namespace
 
-LayerRef Concatenate(const ConcatenateOptions& options) { return LayerRef(std::make_shared<ConcatenateLayer>(options)); }
+LayerRef Concatenate(const ConcatenateOptions& options) {
+  return LayerRef(std::make_shared<ConcatenateLayer>(ConcatenateArgs{options}));
+}
 
 }  // namespace tandem::layers

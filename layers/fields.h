@@ -81,6 +81,44 @@ inline std::string show(const std::string& v) { return "\"" + v + "\""; }
 inline std::string show(const Int2& v) { return detail::pair_str(v); }
 }  // namespace fields_detail
 
+// A list of integers (Reshape's target_shape), held as a Shape: written [d1, d2, ...].
+// ZeroPadding2D's padding: written ((top, bottom), (left, right)); read from an integer (every
+// side), [height, width] or [[top, bottom], [left, right]], as Keras accepts.
+namespace fields_detail {
+inline Json write(const Shape& v) { return v.dims(); }
+inline void read(const ConfigReader& c, const char* key, Shape& v, bool need) {
+  const Json* j = c.value(key);
+  if (need || (j && !j->is_null())) v = Shape(c.integers(key));
+}
+inline std::string show(const Shape& v) { return v.str(); }
+inline Json write(const Padding2D& v) { return Json::array({Json::array({v.top, v.bottom}), Json::array({v.left, v.right})}); }
+inline void read(const ConfigReader& c, const char* key, Padding2D& v, bool) {
+  const Json* j = c.value(key);
+  if (!j) return;
+  const char* expected = "an integer, [height, width] or [[top, bottom], [left, right]]";
+  auto pair = [&](const Json& p) {
+    if (p.is_number_integer()) return Int2(p.get<int64_t>());
+    if (p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[1].is_number_integer())
+      return Int2(p[0].get<int64_t>(), p[1].get<int64_t>());
+    c.fail(key, expected);
+  };
+  if (j->is_number_integer()) {
+    v = Padding2D(j->get<int64_t>());
+    return;
+  }
+  if (!j->is_array() || j->size() != 2) c.fail(key, expected);
+  v = Padding2D(pair((*j)[0]), pair((*j)[1]));
+}
+inline std::string show(const Padding2D& v) {
+  std::string s = "(";  // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "(" + std::string
+  s += detail::pair_str(v.top, v.bottom);
+  s += ", ";
+  s += detail::pair_str(v.left, v.right);
+  s += ")";
+  return s;
+}
+}  // namespace fields_detail
+
 template <class Args>
 struct Field {
   const char* key;
@@ -143,6 +181,33 @@ Field<Args> fixed(const char* key, Json value) {
 template <class Args>
 Field<Args> unused(const char* key) {
   return {key, [](const Args&) { return Json(nullptr); }, [key](const ConfigReader& c, Args&) { c.expect_null({key}); }, nullptr};
+}
+
+// A shape led by the batch dimension (InputLayer's batch_shape): the struct holds the sample shape,
+// written [null, d1, d2, ...]; a config must give it, every dimension after the batch one a
+// positive size. `old_key` (optional): the key older Keras wrote it under, read when `key` is absent.
+template <class Args, class Get>
+Field<Args> batch_shape(const char* key, Get get, const char* old_key = nullptr) {
+  return {key,
+          [get](const Args& a) {
+            Json dims = Json::array({nullptr});
+            for (int64_t d : get(a).dims()) dims.push_back(d);
+            return dims;
+          },
+          [get, key, old_key](const ConfigReader& c, Args& a) {
+            const char* k = old_key && !c.has(key) ? old_key : key;
+            const Json* dims = c.value(k);
+            if (!dims || !dims->is_array() || dims->empty()) c.fail(k, "a list [null, d1, d2, ...] (the batch dimension first)");
+            std::vector<int64_t> out;
+            for (std::size_t i = 1; i < dims->size(); ++i) {
+              const Json& d = (*dims)[i];
+              if (!d.is_number_integer() || d.get<int64_t>() <= 0)
+                c.fail(k, "positive sizes after the batch dimension (Tandem needs every dimension but the batch one known)");
+              out.push_back(d.get<int64_t>());
+            }
+            get(a) = Shape(out);
+          },
+          nullptr};
 }
 
 template <class Args>

@@ -2,6 +2,7 @@
 // share one class.
 #include "layer_base/call_context.h"
 #include "layers/config.h"
+#include "layers/fields.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/layers.h"
@@ -17,12 +18,21 @@ std::string shapes_str(const std::vector<Shape>& shapes) {
   return "[" + s + "]";
 }
 
+// Keras's Add and Multiply take no arguments of their own.
+struct MergeArgs {
+  std::string name;
+};
+
+const Fields<MergeArgs> kFields{};
+
 class ElementwiseMerge : public Layer {
  public:
-  ElementwiseMerge(std::string cls, const char* prefix, MergeOp op, const std::string& name)
-      : Layer(prefix, name), class_name_(std::move(cls)), op_(op) {}
+  ElementwiseMerge(std::string cls, const char* prefix, MergeOp op, MergeArgs a)
+      : Layer(prefix, a.name), class_name_(std::move(cls)), op_(op), args_(std::move(a)) {
+    kFields.check(who(), args_);
+  }
   std::string class_name() const override { return class_name_; }
-  std::string config_json() const override { return config_text(*this, Json::object()); }
+  std::string config_json() const override { return kFields.config_text(*this, args_); }
 
   void build(const std::vector<Shape>& in) override {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
@@ -50,22 +60,22 @@ class ElementwiseMerge : public Layer {
   }
 
  private:
-  std::string who() const { return class_name_ + " \"" + name() + "\""; }
   std::string class_name_;
   MergeOp op_;
+  MergeArgs args_;
 };
 
 const RegisterLayer registered_add("Add", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  return std::make_shared<ElementwiseMerge>("Add", "add", ops::add, c.name());
+  return std::make_shared<ElementwiseMerge>("Add", "add", ops::add, kFields.read(c, {.name = c.name()}));
 });
 const RegisterLayer registered_multiply("Multiply", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  return std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, c.name());
+  return std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, kFields.read(c, {.name = c.name()}));
 });
 }  // namespace
 
-LayerRef Add(const std::string& name) { return LayerRef(std::make_shared<ElementwiseMerge>("Add", "add", ops::add, name)); }
+LayerRef Add(const std::string& name) { return LayerRef(std::make_shared<ElementwiseMerge>("Add", "add", ops::add, MergeArgs{name})); }
 LayerRef Multiply(const std::string& name) {
-  return LayerRef(std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, name));
+  return LayerRef(std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, MergeArgs{name}));
 }
 
 }  // namespace tandem::layers

@@ -97,3 +97,53 @@ TEST_CASE("layer fields: a fixed key with another value and an unused key that i
   CHECK(error_of([] { read(Json{{"units", 1}, {"kernel_regularizer", "l2"}}); }).find("kernel_regularizer") != std::string::npos);
   CHECK(error_of([] { read(Json{{"units", 1}, {"units_typo", 3}}); }).find("units_typo") != std::string::npos);
 }
+
+namespace {
+// Lists of integers, ZeroPadding2D's padding and a shape led by the batch dimension.
+struct ShapeArgs {
+  tandem::Shape target_shape;
+  tandem::Shape sample;
+  tl::Padding2D padding;
+};
+
+const Fields<ShapeArgs> kShapeFields{
+    tl::required<ShapeArgs>("target_shape", [](auto& a) -> auto& { return a.target_shape; }),
+    tl::batch_shape<ShapeArgs>("batch_shape", [](auto& a) -> auto& { return a.sample; }, "batch_input_shape"),
+    tl::field<ShapeArgs>("padding", [](auto& a) -> auto& { return a.padding; },
+                         [](const tl::Padding2D& p) { return p.top >= 0 && p.left >= 0 ? "" : "non-negative"; }),
+};
+
+ShapeArgs read_shapes(const Json& config) {
+  const tl::ConfigReader reader("Thing", config);
+  ShapeArgs a = kShapeFields.read(reader);
+  reader.check_all_read();
+  return a;
+}
+}  // namespace
+
+TEST_CASE("layer fields: lists of integers, padding pairs and batch shapes are written as Keras writes them and read back") {
+  const ShapeArgs a{.target_shape = {2, -1}, .sample = {28, 28, 1}, .padding = tl::Padding2D({1, 2}, {3, 4})};
+  const Json written = kShapeFields.write(a);
+  CHECK(written.dump() == R"({"target_shape":[2,-1],"batch_shape":[null,28,28,1],"padding":[[1,2],[3,4]]})");
+  const ShapeArgs b = read_shapes(written);
+  CHECK(b.target_shape == a.target_shape);
+  CHECK(b.sample == a.sample);
+  CHECK((b.padding.top == 1 && b.padding.bottom == 2 && b.padding.left == 3 && b.padding.right == 4));
+  // Defaults, Keras's shorter spellings of padding and Keras 2's batch_input_shape.
+  const ShapeArgs c = read_shapes(Json{{"target_shape", {3}}, {"batch_input_shape", {nullptr, 5}}});
+  CHECK(c.sample == tandem::Shape{5});
+  CHECK((c.padding.top == 1 && c.padding.right == 1));
+  const ShapeArgs d = read_shapes(Json{{"target_shape", {3}}, {"batch_shape", {nullptr, 5}}, {"padding", 2}});
+  CHECK((d.padding.top == 2 && d.padding.bottom == 2 && d.padding.left == 2 && d.padding.right == 2));
+  const ShapeArgs e = read_shapes(Json{{"target_shape", {3}}, {"batch_shape", {nullptr, 5}}, {"padding", {1, 2}}});
+  CHECK((e.padding.top == 1 && e.padding.bottom == 1 && e.padding.left == 2 && e.padding.right == 2));
+  // What is refused names the key; rules show the value as Keras writes it.
+  CHECK(error_of([] { read_shapes(Json{{"batch_shape", {nullptr, 5}}}); }).find("\"target_shape\"") != std::string::npos);
+  CHECK(error_of([] { read_shapes(Json{{"target_shape", {3}}}); }).find("\"batch_input_shape\"") != std::string::npos);
+  CHECK(error_of([] { read_shapes(Json{{"target_shape", {3}}, {"batch_shape", {nullptr, 0}}}); }).find("positive sizes") !=
+        std::string::npos);
+  CHECK(error_of([] { read_shapes(Json{{"target_shape", {3}}, {"batch_shape", {nullptr, 5}}, {"padding", {1, 2, 3}}}); })
+            .find("\"padding\"") != std::string::npos);
+  CHECK(error_of([] { kShapeFields.check("Thing \"t\"", {.padding = tl::Padding2D({0, 1}, {-2, 3})}); }) ==
+        "Thing \"t\": padding must be non-negative, got ((0, 1), (-2, 3))");
+}

@@ -54,6 +54,7 @@ LayerRef GlobalAveragePooling2D(const GlobalPooling2DOptions& options = {});
 // {{1, 2}, {3, 4}} pads top 1, bottom 2, left 3, right 4 (Keras's ((1, 2), (3, 4))).
 struct Padding2D {
   int64_t top = 1, bottom = 1, left = 1, right = 1;
+  Padding2D() = default;  // 1 on every side
   Padding2D(int64_t all) : top(all), bottom(all), left(all), right(all) {}
   Padding2D(int64_t height, int64_t width) : top(height), bottom(height), left(width), right(width) {}
   Padding2D(Int2 height, Int2 width) : top(height.h), bottom(height.w), left(width.h), right(width.w) {}
