@@ -1,9 +1,8 @@
 // BatchNormalization (Keras 3): in training, normalise with the batch statistics and move the
 // moving statistics towards them; in inference, normalise with the moving statistics.
-#include <sstream>
-
 #include "layer_base/call_context.h"
 #include "layers/config.h"
+#include "layers/fields.h"
 #include "ops/normalization.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -12,55 +11,61 @@
 namespace tandem::layers {
 
 namespace {
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+struct BatchNormalizationArgs {
+  BatchNormalizationOptions options;
+};
+
+const Fields<BatchNormalizationArgs> kFields{
+    field<BatchNormalizationArgs>("axis", [](auto& a) -> auto& { return a.options.axis; }),
+    // Keras does not check momentum; outside [0, 1] the moving averages diverge, so say so early.
+    field<BatchNormalizationArgs>("momentum", [](auto& a) -> auto& { return a.options.momentum; }, rules::in_range(0, 1, true)),
+    field<BatchNormalizationArgs>("epsilon", [](auto& a) -> auto& { return a.options.epsilon; }, rules::positive),
+    field<BatchNormalizationArgs>("center", [](auto& a) -> auto& { return a.options.center; }),
+    field<BatchNormalizationArgs>("scale", [](auto& a) -> auto& { return a.options.scale; }),
+    initializer<BatchNormalizationArgs>("beta_initializer", [](auto& a) -> auto& { return a.options.beta_initializer; }),
+    initializer<BatchNormalizationArgs>("gamma_initializer", [](auto& a) -> auto& { return a.options.gamma_initializer; }),
+    initializer<BatchNormalizationArgs>("moving_mean_initializer", [](auto& a) -> auto& { return a.options.moving_mean_initializer; }),
+    initializer<BatchNormalizationArgs>("moving_variance_initializer",
+                                        [](auto& a) -> auto& { return a.options.moving_variance_initializer; }),
+    fixed<BatchNormalizationArgs>("synchronized", false),
+    fixed<BatchNormalizationArgs>("renorm", false),
+    unused<BatchNormalizationArgs>("renorm_clipping"),
+    // Used only with renorm: written as Keras's default, any number accepted.
+    Field<BatchNormalizationArgs>{"renorm_momentum", [](const BatchNormalizationArgs&) { return Json(0.99); },
+                                  [](const ConfigReader& c, BatchNormalizationArgs&) { c.number("renorm_momentum", 0.99); }, nullptr},
+    unused<BatchNormalizationArgs>("beta_regularizer"),
+    unused<BatchNormalizationArgs>("gamma_regularizer"),
+    unused<BatchNormalizationArgs>("beta_constraint"),
+    unused<BatchNormalizationArgs>("gamma_constraint"),
+};
 
 class BatchNormalizationLayer : public Layer {
  public:
-  explicit BatchNormalizationLayer(BatchNormalizationOptions o) : Layer("batch_normalization", o.name), opts_(std::move(o)) {
-    if (!(opts_.epsilon > 0.0)) throw ValueError(who() + ": epsilon must be positive, got " + number(opts_.epsilon));
-    // Keras does not check momentum; outside [0, 1] the moving averages diverge, so say so early.
-    if (!(opts_.momentum >= 0.0 && opts_.momentum <= 1.0))
-      throw ValueError(who() + ": momentum must be in [0, 1], got " + number(opts_.momentum));
-    if (opts_.axis == 0) throw ValueError(who() + ": axis 0 is the batch axis; expected the channel axis (-1 for channels last)");
+  explicit BatchNormalizationLayer(BatchNormalizationArgs a) : Layer("batch_normalization", a.options.name), args_(std::move(a)) {
+    kFields.check(who(), args_);
+    if (args_.options.axis == 0)
+      throw ValueError(who() + ": axis 0 is the batch axis; expected the channel axis (-1 for channels last)");
   }
   std::string class_name() const override { return "BatchNormalization"; }
-  std::string config_json() const override {
-    return config_text(*this, {{"axis", opts_.axis},
-                               {"momentum", opts_.momentum},
-                               {"epsilon", opts_.epsilon},
-                               {"center", opts_.center},
-                               {"scale", opts_.scale},
-                               {"beta_initializer", initializer_json(opts_.beta_initializer)},
-                               {"gamma_initializer", initializer_json(opts_.gamma_initializer)},
-                               {"moving_mean_initializer", initializer_json(opts_.moving_mean_initializer)},
-                               {"moving_variance_initializer", initializer_json(opts_.moving_variance_initializer)},
-                               {"synchronized", false},
-                               {"renorm", false},
-                               {"renorm_clipping", nullptr},
-                               {"renorm_momentum", 0.99}},
-                       {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
-  }
+  std::string config_json() const override { return kFields.config_text(*this, args_); }
 
   void build(const std::vector<Shape>& in) override {
+    const BatchNormalizationOptions& o = args_.options;
     if (in.size() != 1 || in[0].rank() < 1)
       throw ShapeError(who() + ": expected one input of rank >= 2 (batch included), got " +
                        (in.size() == 1 ? in[0].with_batch(-1).str() : std::to_string(in.size()) + " inputs"));
     rank_ = in[0].rank() + 1;
-    const int axis = opts_.axis < 0 ? opts_.axis + rank_ : opts_.axis;
+    const int axis = o.axis < 0 ? o.axis + rank_ : o.axis;
     if (axis <= 0 || axis >= rank_)
-      throw ValueError(who() + ": axis " + std::to_string(opts_.axis) + " is out of range for input " + in[0].with_batch(-1).str() +
+      throw ValueError(who() + ": axis " + std::to_string(o.axis) + " is out of range for input " + in[0].with_batch(-1).str() +
                        "; expected an axis in [1, " + std::to_string(rank_ - 1) + "] or [" + std::to_string(1 - rank_) + ", -1]");
     axis_ = axis;
     channels_ = in[0][axis - 1];
     const Shape shape{channels_};
-    if (opts_.scale) gamma_ = add_weight("gamma", shape, opts_.gamma_initializer, true);
-    if (opts_.center) beta_ = add_weight("beta", shape, opts_.beta_initializer, true);
-    moving_mean_ = add_weight("moving_mean", shape, opts_.moving_mean_initializer, false);
-    moving_variance_ = add_weight("moving_variance", shape, opts_.moving_variance_initializer, false);
+    if (o.scale) gamma_ = add_weight("gamma", shape, o.gamma_initializer, true);
+    if (o.center) beta_ = add_weight("beta", shape, o.beta_initializer, true);
+    moving_mean_ = add_weight("moving_mean", shape, o.moving_mean_initializer, false);
+    moving_variance_ = add_weight("moving_variance", shape, o.moving_variance_initializer, false);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
@@ -75,13 +80,13 @@ class BatchNormalizationLayer : public Layer {
     const graph::Value beta = beta_ ? ctx.variable(*beta_) : ops::fill(g, per_channel, 0.0);
     if (!ctx.training)
       return ops::batch_norm_infer(g, x, gamma, beta, ctx.variable(*moving_mean_), ctx.variable(*moving_variance_), axis_,
-                                   opts_.epsilon);
-    const ops::BatchNormTrainResult r = ops::batch_norm_train(g, x, gamma, beta, axis_, opts_.epsilon);
+                                   args_.options.epsilon);
+    const ops::BatchNormTrainResult r = ops::batch_norm_train(g, x, gamma, beta, axis_, args_.options.epsilon);
     // Keras 3 moves both statistics towards the batch's, the variance being the biased one. The
     // updates are Update-phase nodes, so they run after the step's forward and backward passes.
     const auto [mean, variance] = step_statistics(ctx, r);
-    ops::assign_moving_average(g, ctx.variable(*moving_mean_), mean, opts_.momentum);
-    ops::assign_moving_average(g, ctx.variable(*moving_variance_), variance, opts_.momentum);
+    ops::assign_moving_average(g, ctx.variable(*moving_mean_), mean, args_.options.momentum);
+    ops::assign_moving_average(g, ctx.variable(*moving_variance_), variance, args_.options.momentum);
     return r.y;
   }
 
@@ -101,36 +106,19 @@ class BatchNormalizationLayer : public Layer {
   }
 
  private:
-  std::string who() const { return "BatchNormalization \"" + name() + "\""; }
-
-  BatchNormalizationOptions opts_;
+  BatchNormalizationArgs args_;
   int rank_ = 0, axis_ = 0;
   int64_t channels_ = 0;
   VariablePtr gamma_, beta_, moving_mean_, moving_variance_;
 };
 
 const RegisterLayer registered("BatchNormalization", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  c.expect("synchronized", false);
-  c.expect("renorm", false);
-  c.expect_null({"renorm_clipping"});
-  c.number("renorm_momentum", 0.99);  // used only with renorm
-  const BatchNormalizationOptions d;
-  return std::make_shared<BatchNormalizationLayer>(BatchNormalizationOptions{
-      .axis = static_cast<int>(c.integer("axis", d.axis)),
-      .momentum = c.number("momentum", d.momentum),
-      .epsilon = c.number("epsilon", d.epsilon),
-      .center = c.boolean("center", d.center),
-      .scale = c.boolean("scale", d.scale),
-      .beta_initializer = c.initializer("beta_initializer", d.beta_initializer),
-      .gamma_initializer = c.initializer("gamma_initializer", d.gamma_initializer),
-      .moving_mean_initializer = c.initializer("moving_mean_initializer", d.moving_mean_initializer),
-      .moving_variance_initializer = c.initializer("moving_variance_initializer", d.moving_variance_initializer),
-      .name = c.name()});
+  return std::make_shared<BatchNormalizationLayer>(kFields.read(c, {.options = {.name = c.name()}}));
 });
 }  // namespace
 
 LayerRef BatchNormalization(const BatchNormalizationOptions& options) {
-  return LayerRef(std::make_shared<BatchNormalizationLayer>(options));
+  return LayerRef(std::make_shared<BatchNormalizationLayer>(BatchNormalizationArgs{options}));
 }
 
 }  // namespace tandem::layers

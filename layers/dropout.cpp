@@ -3,6 +3,7 @@
 
 #include "layer_base/call_context.h"
 #include "layers/config.h"
+#include "layers/fields.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/layers.h"
@@ -10,34 +11,43 @@
 namespace tandem::layers {
 
 namespace {
+struct DropoutArgs {
+  double rate = 0.0;
+  std::optional<uint64_t> seed;  // the mask's; none: drawn from the global seed
+  std::string name;
+};
+
+const Fields<DropoutArgs> kFields{
+    required<DropoutArgs>("rate", [](auto& a) -> auto& { return a.rate; }, rules::in_range(0, 1, false)),
+    field<DropoutArgs>("seed", [](auto& a) -> auto& { return a.seed; }),
+    unused<DropoutArgs>("noise_shape"),
+};
+
 class DropoutLayer : public Layer {
  public:
   // The mask seed is drawn from the global seed unless given (a rebuilt layer keeps its old one).
-  DropoutLayer(double rate, const std::string& name, std::optional<uint64_t> seed = std::nullopt)
-      : Layer("dropout", name), rate_(rate), seed_(layer_seed(seed)) {
-    if (!(rate >= 0.0 && rate < 1.0))
-      throw ValueError("Dropout \"" + this->name() + "\": rate must be in [0, 1), got " + std::to_string(rate));
+  explicit DropoutLayer(DropoutArgs a) : Layer("dropout", a.name), args_(std::move(a)) {
+    args_.seed = layer_seed(args_.seed);
+    kFields.check(who(), args_);
   }
   std::string class_name() const override { return "Dropout"; }
-  std::string config_json() const override {
-    return config_text(*this, {{"rate", rate_}, {"seed", seed_}, {"noise_shape", nullptr}});
-  }
+  std::string config_json() const override { return kFields.config_text(*this, args_); }
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
-    if (!ctx.training || rate_ == 0.0) return inputs[0];
-    return ops::dropout(ctx.g, inputs[0], ctx.step, rate_, seed_);
+    if (!ctx.training || args_.rate == 0.0) return inputs[0];
+    return ops::dropout(ctx.g, inputs[0], ctx.step, args_.rate, *args_.seed);
   }
 
  private:
-  double rate_;
-  uint64_t seed_;
+  DropoutArgs args_;
 };
 
 const RegisterLayer registered("Dropout", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  c.expect("noise_shape", nullptr);
-  return std::make_shared<DropoutLayer>(c.number("rate"), c.name(), c.seed("seed"));
+  return std::make_shared<DropoutLayer>(kFields.read(c, {.name = c.name()}));
 });
 }  // namespace
 
-LayerRef Dropout(double rate, const std::string& name) { return LayerRef(std::make_shared<DropoutLayer>(rate, name)); }
+LayerRef Dropout(double rate, const std::string& name) {
+  return LayerRef(std::make_shared<DropoutLayer>(DropoutArgs{.rate = rate, .name = name}));
+}
 
 }  // namespace tandem::layers

@@ -1,6 +1,7 @@
 // Embedding: a trainable lookup table; row i is the vector of id i.
 #include "layer_base/call_context.h"
 #include "layers/config.h"
+#include "layers/fields.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -9,28 +10,33 @@
 namespace tandem::layers {
 
 namespace {
+struct EmbeddingArgs {
+  int64_t input_dim = 0;
+  int64_t output_dim = 0;
+  EmbeddingOptions options;
+};
+
+const Fields<EmbeddingArgs> kFields{
+    required<EmbeddingArgs>("input_dim", [](auto& a) -> auto& { return a.input_dim; }, rules::positive),
+    required<EmbeddingArgs>("output_dim", [](auto& a) -> auto& { return a.output_dim; }, rules::positive),
+    initializer<EmbeddingArgs>("embeddings_initializer", [](auto& a) -> auto& { return a.options.embeddings_initializer; }),
+    fixed<EmbeddingArgs>("mask_zero", false),
+    unused<EmbeddingArgs>("embeddings_regularizer"),
+    unused<EmbeddingArgs>("activity_regularizer"),
+    unused<EmbeddingArgs>("embeddings_constraint"),
+    unused<EmbeddingArgs>("quantization_config"),
+};
+
 class EmbeddingLayer : public Layer {
  public:
-  EmbeddingLayer(int64_t input_dim, int64_t output_dim, EmbeddingOptions o)
-      : Layer("embedding", o.name), input_dim_(input_dim), output_dim_(output_dim), opts_(std::move(o)) {
-    if (input_dim_ <= 0)
-      throw ValueError(who() + ": input_dim must be positive, got " + std::to_string(input_dim_));
-    if (output_dim_ <= 0)
-      throw ValueError(who() + ": output_dim must be positive, got " + std::to_string(output_dim_));
-  }
+  explicit EmbeddingLayer(EmbeddingArgs a) : Layer("embedding", a.options.name), args_(std::move(a)) { kFields.check(who(), args_); }
   std::string class_name() const override { return "Embedding"; }
-  std::string config_json() const override {
-    return config_text(*this, {{"input_dim", input_dim_},
-                               {"output_dim", output_dim_},
-                               {"embeddings_initializer", initializer_json(opts_.embeddings_initializer)},
-                               {"mask_zero", false}},
-                       {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint", "quantization_config"});
-  }
+  std::string config_json() const override { return kFields.config_text(*this, args_); }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1)
       throw ValueError(who() + ": expected one input of ids, got " + std::to_string(in.size()) + " inputs");
-    embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, opts_.embeddings_initializer);
+    embeddings_ = add_weight("embeddings", {args_.input_dim, args_.output_dim}, args_.options.embeddings_initializer);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
@@ -44,23 +50,18 @@ class EmbeddingLayer : public Layer {
   }
 
  private:
-  std::string who() const { return "Embedding \"" + name() + "\""; }
-  int64_t input_dim_, output_dim_;
-  EmbeddingOptions opts_;
+  EmbeddingArgs args_;
   VariablePtr embeddings_;
 };
 
 const RegisterLayer registered("Embedding", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  c.expect("mask_zero", false);
-  c.expect_null({"quantization_config", "lora_rank"});
-  return std::make_shared<EmbeddingLayer>(
-      c.integer("input_dim"), c.integer("output_dim"),
-      EmbeddingOptions{.embeddings_initializer = c.initializer("embeddings_initializer", "uniform"), .name = c.name()});
+  c.expect_null({"lora_rank"});
+  return std::make_shared<EmbeddingLayer>(kFields.read(c, {.options = {.name = c.name()}}));
 });
 }  // namespace
 
 LayerRef Embedding(int64_t input_dim, int64_t output_dim, const EmbeddingOptions& options) {
-  return LayerRef(std::make_shared<EmbeddingLayer>(input_dim, output_dim, options));
+  return LayerRef(std::make_shared<EmbeddingLayer>(EmbeddingArgs{input_dim, output_dim, options}));
 }
 
 }  // namespace tandem::layers

@@ -13,11 +13,13 @@
 //
 // Defaults live in the argument struct (the public options' member initialisers), so a default is
 // stated once. An accessor is a lambda returning a reference into the struct; the value's C++
-// type picks how it is written and read: int64_t, double, bool, std::string, Int2.
+// type picks how it is written and read: int64_t, int, double, bool, std::string, Int2, Shape (an
+// optional shape: null when empty) and std::optional<uint64_t> (a seed: null when none).
 #pragma once
 
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -28,6 +30,7 @@
 #include "layers/config.h"
 #include "layers/conv_util.h"
 #include "tandem/errors.h"
+#include "tandem/tensor.h"
 
 namespace tandem::layers {
 
@@ -61,16 +64,36 @@ inline std::function<std::string(const std::string&)> one_of(std::vector<std::st
 
 namespace fields_detail {
 inline Json write(int64_t v) { return v; }
+inline Json write(int v) { return v; }
 inline Json write(double v) { return v; }
 inline Json write(bool v) { return v; }
 inline Json write(const std::string& v) { return v; }
 inline Json write(const Int2& v) { return int2_json(v); }
+inline Json write(const Shape& v) { return v.rank() ? Json(v.dims()) : Json(nullptr); }
+inline Json write(const std::optional<uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 inline void read(const ConfigReader& c, const char* key, int64_t& v, bool need) { v = need ? c.integer(key) : c.integer(key, v); }
+inline void read(const ConfigReader& c, const char* key, int& v, bool need) {
+  v = static_cast<int>(need ? c.integer(key) : c.integer(key, v));
+}
 inline void read(const ConfigReader& c, const char* key, double& v, bool need) { v = need ? c.number(key) : c.number(key, v); }
 inline void read(const ConfigReader& c, const char* key, bool& v, bool) { v = c.boolean(key, v); }
 inline void read(const ConfigReader& c, const char* key, std::string& v, bool) { v = c.string(key, v); }
 inline void read(const ConfigReader& c, const char* key, Int2& v, bool need) { v = need ? c.int2(key) : c.int2(key, v); }
+// A shape: a list of integers, or one integer for a one-dimensional shape; null or absent keeps v.
+inline void read(const ConfigReader& c, const char* key, Shape& v, bool need) {
+  const Json* given = c.value(key);
+  if (!given || given->is_null()) {
+    if (need) c.integers(key);  // throws: the key is missing or null
+    return;
+  }
+  v = given->is_array() ? Shape(c.integers(key)) : Shape{c.integer(key)};
+}
+// A seed: a non-negative integer; null means none, absent keeps v.
+inline void read(const ConfigReader& c, const char* key, std::optional<uint64_t>& v, bool) {
+  if (c.has(key)) v = c.seed(key);
+}
 inline std::string show(int64_t v) { return std::to_string(v); }
+inline std::string show(int v) { return std::to_string(v); }
 inline std::string show(double v) {
   std::ostringstream s;
   s << v;
@@ -79,18 +102,13 @@ inline std::string show(double v) {
 inline std::string show(bool v) { return v ? "true" : "false"; }
 inline std::string show(const std::string& v) { return "\"" + v + "\""; }
 inline std::string show(const Int2& v) { return detail::pair_str(v); }
+inline std::string show(const Shape& v) { return v.str(); }
+inline std::string show(const std::optional<uint64_t>& v) { return v ? std::to_string(*v) : "null"; }
 }  // namespace fields_detail
 
-// A list of integers (Reshape's target_shape), held as a Shape: written [d1, d2, ...].
 // ZeroPadding2D's padding: written ((top, bottom), (left, right)); read from an integer (every
 // side), [height, width] or [[top, bottom], [left, right]], as Keras accepts.
 namespace fields_detail {
-inline Json write(const Shape& v) { return v.dims(); }
-inline void read(const ConfigReader& c, const char* key, Shape& v, bool need) {
-  const Json* j = c.value(key);
-  if (need || (j && !j->is_null())) v = Shape(c.integers(key));
-}
-inline std::string show(const Shape& v) { return v.str(); }
 inline Json write(const Padding2D& v) { return Json::array({Json::array({v.top, v.bottom}), Json::array({v.left, v.right})}); }
 inline void read(const ConfigReader& c, const char* key, Padding2D& v, bool) {
   const Json* j = c.value(key);

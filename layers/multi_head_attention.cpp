@@ -9,6 +9,7 @@
 
 #include "layer_base/call_context.h"
 #include "layers/config.h"
+#include "layers/fields.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -19,61 +20,90 @@ namespace tandem::layers {
 namespace {
 using graph::Value;
 
+struct MultiHeadAttentionArgs {
+  int64_t num_heads = 0;
+  int64_t key_dim = 0;
+  MultiHeadAttentionOptions options;
+  std::optional<uint64_t> seed;  // the dropout's; none: drawn from the global seed
+};
+
+const Fields<MultiHeadAttentionArgs> kFields{
+    required<MultiHeadAttentionArgs>("num_heads", [](auto& a) -> auto& { return a.num_heads; }, rules::positive),
+    required<MultiHeadAttentionArgs>("key_dim", [](auto& a) -> auto& { return a.key_dim; }, rules::positive),
+    field<MultiHeadAttentionArgs>("value_dim", [](auto& a) -> auto& { return a.options.value_dim; },
+                                  [](int64_t v) { return std::string(v >= 0 ? "" : "positive (or 0 for key_dim)"); }),
+    field<MultiHeadAttentionArgs>("dropout", [](auto& a) -> auto& { return a.options.dropout; }, rules::in_range(0, 1, false)),
+    field<MultiHeadAttentionArgs>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
+    fixed<MultiHeadAttentionArgs>("use_gate", false),
+    field<MultiHeadAttentionArgs>("output_shape", [](auto& a) -> auto& { return a.options.output_shape; }),
+    // Tandem attends over the time axis of (batch, time, features): Keras's default (null) or [1],
+    // which Keras computes when the layer is built (config_json writes it then).
+    Field<MultiHeadAttentionArgs>{
+        "attention_axes", [](const MultiHeadAttentionArgs&) { return Json(nullptr); },
+        [](const ConfigReader& c, MultiHeadAttentionArgs&) {
+          const Json* axes = c.value("attention_axes");
+          if (axes && !axes->is_null() && *axes != Json::array({1}) && *axes != Json(1) && *axes != Json::array({-2}))
+            c.fail("attention_axes",
+                   "null or [1] (attention over the time axis of (batch, time, features), the only one Tandem implements)");
+        },
+        nullptr},
+    unused<MultiHeadAttentionArgs>("sliding_window"),
+    initializer<MultiHeadAttentionArgs>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
+    initializer<MultiHeadAttentionArgs>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
+    // Keras passes the causal mask at each call (a call argument in the model config), not to the
+    // constructor; config_json writes it only when set, and Tandem's model configs move it there
+    // (model/model_config.cpp).
+    field<MultiHeadAttentionArgs>("use_causal_mask", [](auto& a) -> auto& { return a.options.use_causal_mask; }),
+    field<MultiHeadAttentionArgs>("seed", [](auto& a) -> auto& { return a.seed; }),
+    unused<MultiHeadAttentionArgs>("kernel_regularizer"),
+    unused<MultiHeadAttentionArgs>("bias_regularizer"),
+    unused<MultiHeadAttentionArgs>("activity_regularizer"),
+    unused<MultiHeadAttentionArgs>("kernel_constraint"),
+    unused<MultiHeadAttentionArgs>("bias_constraint"),
+};
+
 class MultiHeadAttentionLayer : public Layer {
  public:
   // The dropout seed is drawn from the global seed unless given (a rebuilt layer keeps its old one).
-  MultiHeadAttentionLayer(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions o, std::optional<uint64_t> seed = std::nullopt)
-      : Layer("multi_head_attention", o.name), heads_(num_heads), key_dim_(key_dim), opts_(std::move(o)),
-        seed_(layer_seed(seed)) {
-    if (heads_ <= 0) throw ValueError(who() + ": num_heads must be positive, got " + std::to_string(heads_));
-    if (key_dim_ <= 0) throw ValueError(who() + ": key_dim must be positive, got " + std::to_string(key_dim_));
-    if (opts_.value_dim < 0) throw ValueError(who() + ": value_dim must be positive (or 0 for key_dim), got " + std::to_string(opts_.value_dim));
-    value_dim_ = opts_.value_dim == 0 ? key_dim_ : opts_.value_dim;
-    if (!(opts_.dropout >= 0.0 && opts_.dropout < 1.0))
-      throw ValueError(who() + ": dropout must be in [0, 1), got " + std::to_string(opts_.dropout));
-    for (int64_t d : opts_.output_shape.dims())
-      if (d <= 0) throw ValueError(who() + ": output_shape must have positive dimensions, got " + opts_.output_shape.str());
+  explicit MultiHeadAttentionLayer(MultiHeadAttentionArgs a) : Layer("multi_head_attention", a.options.name), args_(std::move(a)) {
+    args_.seed = layer_seed(args_.seed);
+    kFields.check(who(), args_);
+    MultiHeadAttentionOptions& o = args_.options;
+    for (int64_t d : o.output_shape.dims())
+      if (d <= 0) throw ValueError(who() + ": output_shape must have positive dimensions, got " + o.output_shape.str());
+    if (o.value_dim == 0) o.value_dim = args_.key_dim;
   }
   std::string class_name() const override { return "MultiHeadAttention"; }
   std::string config_json() const override {
-    // Keras computes attention_axes when the layer is built: the time axis of (batch, time, features).
-    Json args{{"num_heads", heads_},
-              {"key_dim", key_dim_},
-              {"value_dim", value_dim_},
-              {"dropout", opts_.dropout},
-              {"use_bias", opts_.use_bias},
-              {"use_gate", false},
-              {"output_shape", opts_.output_shape.rank() ? Json(opts_.output_shape.dims()) : Json(nullptr)},
-              {"attention_axes", built() ? Json::array({1}) : Json(nullptr)},
-              {"sliding_window", nullptr},
-              {"kernel_initializer", initializer_json(opts_.kernel_initializer)},
-              {"bias_initializer", initializer_json(opts_.bias_initializer)}};
-    // Keras passes the causal mask at each call (a call argument in the model config), not to the
-    // constructor; Tandem's model configs move this key there (model/model_config.cpp).
-    if (opts_.use_causal_mask) args["use_causal_mask"] = true;
-    args["seed"] = seed_;
-    return config_text(*this, args, {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"});
+    Json args = kFields.write(args_);
+    if (built()) args["attention_axes"] = Json::array({1});  // the time axis of (batch, time, features)
+    if (!args_.options.use_causal_mask) args.erase("use_causal_mask");
+    return config_text(*this, args);
   }
 
   void build(const std::vector<Shape>& in) override {
+    const MultiHeadAttentionOptions& o = args_.options;
+    const int64_t num_heads = args_.num_heads, key_dim = args_.key_dim, value_dim = o.value_dim;
     check_inputs(in);
     const Shape &q = in[0], &v = in[1], &k = in.size() == 3 ? in[2] : in[1];
-    out_shape_ = opts_.output_shape.rank() ? opts_.output_shape : Shape{q.back()};
+    out_shape_ = o.output_shape.rank() ? o.output_shape : Shape{q.back()};
     // Keras's order: query, key, value, attention_output; kernel before bias in each.
     auto dense = [&](const std::string& name, Shape kernel, Shape bias) {
-      Proj p{add_weight(name + "/kernel", std::move(kernel), opts_.kernel_initializer), nullptr};
-      if (opts_.use_bias) p.bias = add_weight(name + "/bias", std::move(bias), opts_.bias_initializer);
+      Proj p{add_weight(name + "/kernel", std::move(kernel), o.kernel_initializer), nullptr};
+      if (o.use_bias) p.bias = add_weight(name + "/bias", std::move(bias), o.bias_initializer);
       return p;
     };
-    query_ = dense("query", {q.back(), heads_, key_dim_}, {heads_, key_dim_});
-    key_ = dense("key", {k.back(), heads_, key_dim_}, {heads_, key_dim_});
-    value_ = dense("value", {v.back(), heads_, value_dim_}, {heads_, value_dim_});
-    std::vector<int64_t> okernel{heads_, value_dim_};
+    query_ = dense("query", {q.back(), num_heads, key_dim}, {num_heads, key_dim});
+    key_ = dense("key", {k.back(), num_heads, key_dim}, {num_heads, key_dim});
+    value_ = dense("value", {v.back(), num_heads, value_dim}, {num_heads, value_dim});
+    std::vector<int64_t> okernel{num_heads, value_dim};
     for (int64_t d : out_shape_.dims()) okernel.push_back(d);
     output_ = dense("attention_output", Shape(okernel), out_shape_);
   }
 
   Value emit(CallContext& ctx, const std::vector<Value>& inputs) override {
+    const MultiHeadAttentionOptions& o = args_.options;
+    const int64_t num_heads = args_.num_heads, key_dim = args_.key_dim, value_dim = o.value_dim;
     std::vector<Shape> shapes;
     for (Value x : inputs) shapes.push_back(ctx.g.type(x).shape.without_batch());
     check_inputs(shapes);
@@ -87,26 +117,26 @@ class MultiHeadAttentionLayer : public Layer {
     // (B, L, d) -> (B, N, L, size): projected, split into heads, heads next to the batch.
     auto project = [&](Value x, const Proj& p, int64_t size) {
       const Shape xs = g.type(x).shape;
-      Value y = ops::matmul(g, x, ops::reshape(g, ctx.variable(*p.kernel), {xs[2], heads_ * size}));
-      if (p.bias) y = ops::bias_add(g, y, ops::reshape(g, ctx.variable(*p.bias), {heads_ * size}));
-      y = ops::reshape(g, y, {xs[0], xs[1], heads_, size});
+      Value y = ops::matmul(g, x, ops::reshape(g, ctx.variable(*p.kernel), {xs[2], num_heads * size}));
+      if (p.bias) y = ops::bias_add(g, y, ops::reshape(g, ctx.variable(*p.bias), {num_heads * size}));
+      y = ops::reshape(g, y, {xs[0], xs[1], num_heads, size});
       return ops::transpose(g, y, {0, 2, 1, 3});
     };
     // Keras scales the projected query, not the scores.
-    const Value q = ops::scale(g, project(query, query_, key_dim_), 1.0 / std::sqrt(double(key_dim_)));
-    const Value k = project(key, key_, key_dim_);
-    const Value v = project(value, value_, value_dim_);
+    const Value q = ops::scale(g, project(query, query_, key_dim), 1.0 / std::sqrt(double(key_dim)));
+    const Value k = project(key, key_, key_dim);
+    const Value v = project(value, value_, value_dim);
 
     Value scores = ops::batch_matmul(g, q, k, false, true);  // (B, N, T, S)
-    if (opts_.use_causal_mask) scores = ops::causal_mask(g, scores, 0);
+    if (o.use_causal_mask) scores = ops::causal_mask(g, scores, 0);
     Value probs = ops::softmax(g, scores, -1);
-    if (ctx.training && opts_.dropout > 0.0) probs = ops::dropout(g, probs, ctx.step, opts_.dropout, seed_);
+    if (ctx.training && o.dropout > 0.0) probs = ops::dropout(g, probs, ctx.step, o.dropout, *args_.seed);
 
     Value heads = ops::batch_matmul(g, probs, v);  // (B, N, T, Hv)
     const int64_t batch = g.type(heads).shape[0];
-    heads = ops::reshape(g, ops::transpose(g, heads, {0, 2, 1, 3}), {batch, t, heads_ * value_dim_});
+    heads = ops::reshape(g, ops::transpose(g, heads, {0, 2, 1, 3}), {batch, t, num_heads * value_dim});
     const int64_t out_size = out_shape_.num_elements();
-    Value y = ops::matmul(g, heads, ops::reshape(g, ctx.variable(*output_.kernel), {heads_ * value_dim_, out_size}));
+    Value y = ops::matmul(g, heads, ops::reshape(g, ctx.variable(*output_.kernel), {num_heads * value_dim, out_size}));
     if (output_.bias) y = ops::bias_add(g, y, ops::reshape(g, ctx.variable(*output_.bias), {out_size}));
     std::vector<int64_t> dims{batch, t};
     for (int64_t d : out_shape_.dims()) dims.push_back(d);
@@ -117,8 +147,6 @@ class MultiHeadAttentionLayer : public Layer {
   struct Proj {
     VariablePtr kernel, bias;
   };
-
-  std::string who() const { return "MultiHeadAttention \"" + name() + "\""; }
 
   // Shapes without the batch axis: (query, value[, key]), each (length, features).
   void check_inputs(const std::vector<Shape>& in) const {
@@ -146,41 +174,18 @@ class MultiHeadAttentionLayer : public Layer {
                        dtype_name(ctx.g.type(x).dtype));
   }
 
-  int64_t heads_, key_dim_, value_dim_ = 0;
-  MultiHeadAttentionOptions opts_;
-  uint64_t seed_;
+  MultiHeadAttentionArgs args_;
   Shape out_shape_;
   Proj query_, key_, value_, output_;
 };
 
 const RegisterLayer registered("MultiHeadAttention", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  // Tandem attends over the time axis of (batch, time, features): Keras's default (null) or [1].
-  const Json* axes = c.value("attention_axes");
-  if (axes && !axes->is_null() && *axes != Json::array({1}) && *axes != Json(1) && *axes != Json::array({-2}))
-    c.fail("attention_axes", "null or [1] (attention over the time axis of (batch, time, features), the only one Tandem implements)");
-  c.expect("use_gate", false);
-  c.expect_null({"sliding_window"});
-  const int64_t key_dim = c.integer("key_dim");
-  // Keras writes an int output_shape for a one-dimensional one.
-  Shape output_shape;
-  if (const Json* shape = c.value("output_shape"); shape && !shape->is_null())
-    output_shape = shape->is_array() ? Shape(c.integers("output_shape")) : Shape{c.integer("output_shape")};
-  return std::make_shared<MultiHeadAttentionLayer>(
-      c.integer("num_heads"), key_dim,
-      MultiHeadAttentionOptions{.value_dim = c.integer("value_dim", 0),
-                                .dropout = c.number("dropout", 0.0),
-                                .use_bias = c.boolean("use_bias", true),
-                                .output_shape = output_shape,
-                                .kernel_initializer = c.initializer("kernel_initializer", "glorot_uniform"),
-                                .bias_initializer = c.initializer("bias_initializer", "zeros"),
-                                .use_causal_mask = c.boolean("use_causal_mask", false),
-                                .name = c.name()},
-      c.seed("seed"));
+  return std::make_shared<MultiHeadAttentionLayer>(kFields.read(c, {.options = {.name = c.name()}}));
 });
 }  // namespace
 
 LayerRef MultiHeadAttention(int64_t num_heads, int64_t key_dim, const MultiHeadAttentionOptions& options) {
-  return LayerRef(std::make_shared<MultiHeadAttentionLayer>(num_heads, key_dim, options));
+  return LayerRef(std::make_shared<MultiHeadAttentionLayer>(MultiHeadAttentionArgs{num_heads, key_dim, options}));
 }
 
 }  // namespace tandem::layers

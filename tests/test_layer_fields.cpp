@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <optional>
 
 #include "layers/fields.h"
 
@@ -119,6 +120,26 @@ ShapeArgs read_shapes(const Json& config) {
   reader.check_all_read();
   return a;
 }
+
+struct MoreArgs {
+  int axis = -1;
+  tandem::Shape output_shape{};
+  std::optional<uint64_t> seed;
+};
+
+const Fields<MoreArgs> kMoreFields{
+    tl::field<MoreArgs>("axis", [](auto& a) -> auto& { return a.axis; },
+                        [](int v) { return std::string(v != 0 ? "" : "a non-batch axis"); }),
+    tl::field<MoreArgs>("output_shape", [](auto& a) -> auto& { return a.output_shape; }),
+    tl::field<MoreArgs>("seed", [](auto& a) -> auto& { return a.seed; }),
+};
+
+MoreArgs read_more(const Json& config, MoreArgs defaults = {}) {
+  const tl::ConfigReader reader("Thing", config);
+  MoreArgs a = kMoreFields.read(reader, defaults);
+  reader.check_all_read();
+  return a;
+}
 }  // namespace
 
 TEST_CASE("layer fields: lists of integers, padding pairs and batch shapes are written as Keras writes them and read back") {
@@ -146,4 +167,31 @@ TEST_CASE("layer fields: lists of integers, padding pairs and batch shapes are w
             .find("\"padding\"") != std::string::npos);
   CHECK(error_of([] { kShapeFields.check("Thing \"t\"", {.padding = tl::Padding2D({0, 1}, {-2, 3})}); }) ==
         "Thing \"t\": padding must be non-negative, got ((0, 1), (-2, 3))");
+}
+
+TEST_CASE("layer fields: an int, an optional shape (null when empty) and an optional seed (null when none)") {
+  CHECK(kMoreFields.write({}).dump() == R"({"axis":-1,"output_shape":null,"seed":null})");
+  const MoreArgs a{.axis = 2, .output_shape = {3, 4}, .seed = 17};
+  CHECK(kMoreFields.write(a).dump() == R"({"axis":2,"output_shape":[3,4],"seed":17})");
+  const MoreArgs b = read_more(kMoreFields.write(a));
+  CHECK(b.axis == 2);
+  CHECK(b.output_shape == tandem::Shape{3, 4});
+  CHECK(b.seed == std::optional<uint64_t>(17));
+
+  // Absent keys keep the struct's values; null clears a seed and leaves a shape empty.
+  const MoreArgs absent = read_more(Json::object(), a);
+  CHECK(absent.axis == 2);
+  CHECK(absent.output_shape == tandem::Shape{3, 4});
+  CHECK(absent.seed == std::optional<uint64_t>(17));
+  const MoreArgs nulls = read_more(Json{{"output_shape", nullptr}, {"seed", nullptr}});
+  CHECK(nulls.output_shape.rank() == 0);
+  CHECK(!nulls.seed);
+
+  // A one-dimensional shape may be one integer, as Keras writes it.
+  CHECK(read_more(Json{{"output_shape", 5}}).output_shape == tandem::Shape{5});
+  CHECK(error_of([] { read_more(Json{{"output_shape", "x"}}); }).find("output_shape") != std::string::npos);
+  CHECK(error_of([] { read_more(Json{{"seed", -1}}); }).find("seed") != std::string::npos);
+  CHECK(error_of([] { read_more(Json{{"axis", 1.5}}); }).find("axis") != std::string::npos);
+
+  CHECK(error_of([] { kMoreFields.check("Thing \"t\"", {.axis = 0}); }) == "Thing \"t\": axis must be a non-batch axis, got 0");
 }
