@@ -16,6 +16,7 @@
 #include "layer_base/call_context.h"
 #include "layers/config.h"
 #include "tests/gradient_check.h"
+#include "tests/strategy_helpers.h"
 
 namespace tl = tandem::layers;
 using tandem::DType;
@@ -338,6 +339,39 @@ TEST_CASE("conv1d: the layers chained as in a model (causal dilated Conv1D, pool
       CHECK(g1.y[0][static_cast<std::size_t>(n * 3 + c)] == doctest::Approx(sum / 5).epsilon(1e-12));
       CHECK(g1.y[1][static_cast<std::size_t>(n * 3 + c)] == mx);
     }
+}
+
+TEST_CASE("conv1d: a model of the 1-D layers trains with fit, and under Mirrored on 2 devices ends at one device's weights") {
+  // Two classes: a bump of 3 steps, somewhere in a 16-step sequence, on channel 0 or on channel 1.
+  std::mt19937_64 gen(5);
+  std::normal_distribution<float> noise(0, 0.3f);
+  std::vector<float> x(64 * 16 * 2);
+  std::vector<int32_t> y(64);
+  for (int i = 0; i < 64; ++i) {
+    y[static_cast<std::size_t>(i)] = i % 2;
+    for (int t = 0; t < 16; ++t)
+      for (int c = 0; c < 2; ++c)
+        x[static_cast<std::size_t>((i * 16 + t) * 2 + c)] = noise(gen) + (c == i % 2 && t >= (i * 5) % 13 && t < (i * 5) % 13 + 3 ? 1.0f : 0.0f);
+  }
+  const tandem::Tensor xs = tandem::Tensor::from({64, 16, 2}, std::span<const float>(x)), ys = tandem::Tensor::from({64}, std::span<const int32_t>(y));
+  auto train = [&](tandem::distribute::StrategyPtr strategy, int epochs) {
+    tandem::set_random_seed(3);
+    const tandem::Symbol in = tandem::Input({16, 2});
+    const tandem::Symbol h = tl::Conv1D(4, 3, {.padding = "causal", .dilation_rate = 2, .activation = "relu"})(in);
+    const tandem::Symbol p = tl::AveragePooling1D(2, {.padding = "same"})(tl::Conv1D(4, 3, {.strides = 2, .padding = "same"})(tl::MaxPooling1D()(h)));
+    const tandem::Symbol k = tl::Concatenate()({tl::GlobalAveragePooling1D()(p), tl::GlobalMaxPooling1D()(h)});
+    auto model = std::make_unique<tandem::Model>(in, tl::Dense(2)(k));
+    model->compile({.optimizer = tandem::optimizers::Adam(1e-2),
+                    .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"},
+                    .strategy = strategy});
+    const auto history = model->fit(xs, ys, {.epochs = epochs, .batch_size = 16, .shuffle = false, .verbose = 0});
+    return std::make_pair(model->get_weights(), history);
+  };
+  const auto [trained, history] = train(nullptr, 20);
+  CHECK(history.history.at("loss").back() < 0.5 * history.history.at("loss").front());
+  CHECK(history.history.at("accuracy").back() > 0.9);
+  const auto one = train(nullptr, 2).first, two = train(tandem::distribute::Mirrored(cpus(2)), 2).first;
+  CHECK(max_relative_difference(one, two) <= 1e-5);
 }
 
 TEST_CASE("conv1d: configs are Keras's (one-element tuples, strides defaulting to pool_size) and load back") {
