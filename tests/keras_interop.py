@@ -11,9 +11,11 @@ order Keras derives from the graph, with RMSprop):
       iteration count and every slot equal to Tandem's.
   (b) Keras trains a few steps and saves; Tandem loads the file and predicts: the same checks.
 
-Then whole models in `.keras` archives, for the five models of tests/data/make_keras_files.py (an
+Then whole models in `.keras` archives, for the seven models of tests/data/make_keras_files.py (an
 MLP, a CNN with BatchNormalization, Embedding -> causal MultiHeadAttention -> LayerNormalization,
-two branches joined by Add, and a model with the remaining layer classes):
+two branches joined by Add, a model with the remaining 2-D layer classes, one on sequences with
+every 1-D layer (Conv1D causal and strided, the 1-D pools and global pools), and Conv2D ->
+GlobalMaxPooling2D):
 
   (c) Keras trains and saves an archive; Tandem's load_model predicts within 1e-5 of Keras, with
       Keras's step count.

@@ -41,7 +41,11 @@ Json input_config(const Symbol& input) {
 constexpr const char* kCallArguments[] = {"use_causal_mask"};
 // The classes Keras builds when it makes them, so their entries have no build_config.
 const std::set<std::string> kBuiltAtConstruction = {"MaxPooling2D", "AveragePooling2D", "Dropout", "Activation",
-                                                    "GlobalAveragePooling2D", "Reshape"};
+                                                    "GlobalAveragePooling2D", "Reshape", "MaxPooling1D", "AveragePooling1D",
+                                                    "GlobalAveragePooling1D", "GlobalMaxPooling1D", "GlobalMaxPooling2D"};
+// The classes whose call takes a mask: Keras records {"mask": null} with each call of one on an
+// input without a mask (Layer.__call__ fills the argument in).
+const std::set<std::string> kCallTakesMask = {"GlobalAveragePooling1D"};
 
 // One layer's entry: {"class_name", "config"}, and in an archive Keras 3's serialised-object keys.
 // `inputs` are the shapes of the layer's first call, for the archive's build_config.
@@ -143,6 +147,7 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
     Json kwargs = Json::object();
     for (const char* key : kCallArguments)
       if (config.contains(key)) kwargs[key] = config.at(key);
+    if (kCallTakesMask.count(layer->class_name())) kwargs["mask"] = nullptr;
     Json nodes = Json::array();
     for (const Node* n : nodes_of[layer.get()]) {
       // One input is passed as itself, several as one list (Keras: Dense()(x), Add()([a, b])),

@@ -3,14 +3,18 @@
 
   layer_configs.json   for each Keras layer class Tandem has, several instances' configs exactly as
                        Keras 3 serialises them in a `.keras` archive's config.json
-  <model>.keras        Keras 3 archives (config.json, metadata.json, model.weights.h5) of four small
+  <model>.keras        Keras 3 archives (config.json, metadata.json, model.weights.h5) of small
   <model>.h5           compiled, trained models, and the same models in Keras's legacy whole-model
                        HDF5 format: an MLP (Adam), a CNN with BatchNormalization (RMSprop with
                        momentum), Embedding -> causal MultiHeadAttention -> LayerNormalization (SGD
                        with momentum), a functional model with two branches (Adam), and "zoo", a
                        functional model with the remaining layer classes (ZeroPadding2D,
                        AveragePooling2D, GlobalAveragePooling2D, Reshape, Multiply, Concatenate,
-                       Activation; AdamW)
+                       Activation; AdamW); "seq1d", a functional model on sequences with every 1-D
+                       layer (Conv1D causal dilated and same strided, MaxPooling1D,
+                       AveragePooling1D with "same" padding, GlobalAveragePooling1D and
+                       GlobalMaxPooling1D branches; Adam), and "pool2d", Conv2D -> GlobalMaxPooling2D
+                       (RMSprop)
   models.json          per model: inputs x, Keras's predictions on them, the optimizer's step count,
                        and one more training batch with the predictions after Keras trained on it
                        (so a reader that restores the optimizer state exactly predicts the same)
@@ -23,7 +27,8 @@
 
 The archives' entries are Keras's bytes, re-packed with deflate to keep the files small.
 Run with pip Keras 3 and JAX (CPU):  KERAS_BACKEND=jax python3 tests/data/make_keras_files.py [MODEL...]
-(with model names, only those models' files and their entries in models.json are remade).
+(with model names, only those models' files and their entries in models.json are remade;
+layer_configs.json, which depends on nothing random, is written on every run).
 """
 import json
 import os
@@ -37,10 +42,13 @@ import numpy as np  # noqa: E402
 from keras import layers  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "keras"
-MODELS = ["mlp", "cnn", "attn", "branch", "zoo"]
+MODELS = ["mlp", "cnn", "attn", "branch", "zoo", "seq1d", "pool2d"]
 # Models checked by their predictions only: Dropout makes training differ between frameworks, and an
 # uncompiled model does not train.
 PREDICT_ONLY = ["norm", "uncompiled"]
+# Each model's seeds, by the order in which models were added: a new model leaves the others' files
+# as they were made.
+SEED_ORDER = ["mlp", "cnn", "attn", "branch", "zoo", "norm", "uncompiled", "seq1d", "pool2d"]
 
 # Tandem's layer classes that Keras 3 has (PositionEmbedding is keras_hub's, not Keras's).
 LAYERS = {
@@ -55,6 +63,17 @@ LAYERS = {
     "average_pooling2d": lambda: layers.AveragePooling2D(2),
     "global_average_pooling2d": lambda: layers.GlobalAveragePooling2D(),
     "global_average_pooling2d_keepdims": lambda: layers.GlobalAveragePooling2D(keepdims=True),
+    "global_max_pooling2d": lambda: layers.GlobalMaxPooling2D(),
+    "global_max_pooling2d_keepdims": lambda: layers.GlobalMaxPooling2D(keepdims=True),
+    "conv1d": lambda: layers.Conv1D(4, 3),
+    "conv1d_causal": lambda: layers.Conv1D(2, 5, padding="causal", dilation_rate=2, activation="relu", use_bias=False,
+                                           kernel_initializer="he_uniform"),
+    "conv1d_same_strided": lambda: layers.Conv1D(3, 2, strides=2, padding="same", bias_initializer="ones"),
+    "max_pooling1d": lambda: layers.MaxPooling1D(),
+    "max_pooling1d_options": lambda: layers.MaxPooling1D(3, strides=1, padding="same"),
+    "average_pooling1d": lambda: layers.AveragePooling1D(4, strides=2),
+    "global_average_pooling1d": lambda: layers.GlobalAveragePooling1D(),
+    "global_max_pooling1d_keepdims": lambda: layers.GlobalMaxPooling1D(keepdims=True),
     "zero_padding2d": lambda: layers.ZeroPadding2D(1),
     "zero_padding2d_pairs": lambda: layers.ZeroPadding2D(((1, 2), (0, 3))),
     "batch_normalization": lambda: layers.BatchNormalization(),
@@ -117,6 +136,19 @@ def model(name):
         k = layers.Concatenate()([layers.Multiply()([g, d]), g])
         m = keras.Model(x, layers.Dense(3)(layers.Activation("relu")(k)), name="zoo")
         optimizer = keras.optimizers.AdamW(1e-2, weight_decay=0.01)
+    elif name == "seq1d":
+        x = keras.Input((20, 3))
+        c = layers.Conv1D(6, 3, padding="causal", dilation_rate=2, activation="relu")(x)
+        p = layers.MaxPooling1D()(c)
+        c2 = layers.Conv1D(5, 3, strides=2, padding="same", activation="tanh")(p)
+        a = layers.AveragePooling1D(2, padding="same")(c2)
+        k = layers.Concatenate()([layers.GlobalAveragePooling1D()(a), layers.GlobalMaxPooling1D()(c)])
+        m = keras.Model(x, layers.Dense(3)(k), name="seq1d")
+        optimizer = keras.optimizers.Adam(1e-2)
+    elif name == "pool2d":
+        m = keras.Sequential([keras.Input((5, 6, 2)), layers.Conv2D(4, 3, padding="same", activation="relu"),
+                              layers.GlobalMaxPooling2D(), layers.Dense(3)], name="pool2d")
+        optimizer = keras.optimizers.RMSprop(1e-2)
     elif name == "norm":
         x = keras.Input((5, 4))
         a = layers.MultiHeadAttention(2, 2, dropout=0.1)(x, x)
@@ -158,7 +190,7 @@ def tensor(a):
 
 def make(name, models):
     """Writes OUT/<name>.keras and OUT/<name>.h5 and puts the model's values in `models`."""
-    i = (MODELS + PREDICT_ONLY).index(name)
+    i = SEED_ORDER.index(name)
     keras.utils.set_random_seed(10 + i)
     rng = np.random.default_rng(20 + i)
     m = model(name)
@@ -190,7 +222,8 @@ def main(names):
             raise SystemExit(f"models.json was made by Keras {models['keras_version']}, this is {keras.__version__}: remake all")
     else:
         names = MODELS + PREDICT_ONLY
-        (OUT / "layer_configs.json").write_text(json.dumps({"keras_version": keras.__version__, "layers": layer_configs()}, indent=1) + "\n")
+    # The layer configs depend on nothing random: written on every run.
+    (OUT / "layer_configs.json").write_text(json.dumps({"keras_version": keras.__version__, "layers": layer_configs()}, indent=1) + "\n")
     for name in names:
         make(name, models)
     (OUT / "models.json").write_text(json.dumps(models) + "\n")

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tandem/layer.h"
@@ -61,5 +62,43 @@ struct Padding2D {
 };
 // Zero rows above and below and zero columns left and right of each image.
 LayerRef ZeroPadding2D(Padding2D padding = 1, const std::string& name = "");
+
+// ---- 1-D: sequences (batch, steps, channels), channels last --------------------------------------
+
+struct Conv1DOptions {
+  int64_t strides = 1;
+  // "valid"; "same" (output = ceil(steps / stride)); or "causal": (kernel_size − 1)·dilation_rate
+  // zeros before the first step, then "valid", so output t never sees input after t.
+  std::string padding = "valid";
+  int64_t dilation_rate = 1;
+  std::string activation{};  // "" = linear; the names Dense accepts
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name{};
+};
+// 1-D convolution over the steps axis: kernel (kernel_size, in_channels, filters), bias (filters).
+// Conv1D(16, 3, {.padding = "causal", .dilation_rate = 2}).
+LayerRef Conv1D(int64_t filters, int64_t kernel_size, const Conv1DOptions& options = {});
+
+struct Pooling1DOptions {
+  std::optional<int64_t> strides{};  // not given: pool_size
+  std::string padding = "valid";     // "valid" or "same"; padded positions never count
+  std::string name{};
+};
+// Max over windows of pool_size steps (the gradient goes to the first maximal step of a window).
+LayerRef MaxPooling1D(int64_t pool_size = 2, const Pooling1DOptions& options = {});
+// Mean over windows of pool_size steps; with "same" padding, over the window's real steps only.
+LayerRef AveragePooling1D(int64_t pool_size = 2, const Pooling1DOptions& options = {});
+
+struct GlobalPooling1DOptions {
+  bool keepdims = false;  // true: (batch, 1, channels); false: (batch, channels)
+  std::string name{};
+};
+// The mean, or the max, over the steps of each channel.
+LayerRef GlobalAveragePooling1D(const GlobalPooling1DOptions& options = {});
+LayerRef GlobalMaxPooling1D(const GlobalPooling1DOptions& options = {});
+// The max over height and width of each channel.
+LayerRef GlobalMaxPooling2D(const GlobalPooling2DOptions& options = {});
 
 }  // namespace tandem::layers

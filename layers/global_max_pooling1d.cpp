@@ -1,0 +1,43 @@
+// GlobalMaxPooling1D: the max over the steps of each channel.
+#include "layer_base/call_context.h"
+#include "layers/config.h"
+#include "layers/conv1d_util.h"
+#include "layers/fields.h"
+#include "ops/ops.h"
+#include "tandem/layers.h"
+
+namespace tandem::layers {
+
+namespace {
+const Fields<GlobalPooling1DOptions> kFields{
+    fixed<GlobalPooling1DOptions>("data_format", "channels_last"),
+    field<GlobalPooling1DOptions>("keepdims", [](auto& a) -> auto& { return a.keepdims; }),
+};
+
+class GlobalMaxPooling1DLayer : public Layer {
+ public:
+  explicit GlobalMaxPooling1DLayer(GlobalPooling1DOptions o) : Layer("global_max_pooling1d", o.name), args_(std::move(o)) {
+    kFields.check(who(), args_);
+  }
+  std::string class_name() const override { return "GlobalMaxPooling1D"; }
+  std::string config_json() const override { return kFields.config_text(*this, args_); }
+
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
+    detail::check_sequence(who(), ctx.g.type(inputs[0]).shape);
+    return ops::reduce_max(ctx.g, inputs[0], {1}, args_.keepdims);
+  }
+
+ private:
+  GlobalPooling1DOptions args_;
+};
+
+const RegisterLayer registered("GlobalMaxPooling1D", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
+  return std::make_shared<GlobalMaxPooling1DLayer>(kFields.read(c, {.name = c.name()}));
+});
+}  // namespace
+
+LayerRef GlobalMaxPooling1D(const GlobalPooling1DOptions& options) {
+  return LayerRef(std::make_shared<GlobalMaxPooling1DLayer>(options));
+}
+
+}  // namespace tandem::layers
