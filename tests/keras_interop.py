@@ -47,7 +47,10 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ["keras>=3,<4", "jax[cpu]", "h5py", "numpy"]
+# The versions the reference files under tests/data/keras were made and checked with: a later
+# Keras may write its configs differently, which would then fail here for no fault of Tandem's.
+KERAS_VERSION, JAX_VERSION = "3.15.1", "0.10.2"
+PACKAGES = [f"keras=={KERAS_VERSION}", f"jax[cpu]=={JAX_VERSION}", "h5py", "numpy"]
 TOLERANCE = 1e-5
 MODELS = {"mlp": 10, "cnn": 5, "attn": 4, "branch": 3}  # name: number of classes
 
@@ -72,7 +75,7 @@ def ensure_environment(build: Path, skip: bool) -> Path:
         result = subprocess.run([sys.executable, "-m", "venv", str(env)], capture_output=True, text=True)
         if result.returncode != 0:
             unavailable(f"python3 -m venv {env} failed (on Debian and Ubuntu: apt-get install python3-venv): {result.stderr.strip()}", skip)
-    probe = [str(python), "-c", "import keras, jax, h5py, numpy; assert keras.__version__.startswith('3.')"]
+    probe = [str(python), "-c", f"import keras, jax, h5py, numpy; assert keras.__version__ == '{KERAS_VERSION}' and jax.__version__ == '{JAX_VERSION}'"]
     if subprocess.call(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, KERAS_BACKEND="jax")) != 0:
         print("installing " + " ".join(PACKAGES) + " from PyPI")
         result = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PACKAGES], capture_output=True, text=True)
