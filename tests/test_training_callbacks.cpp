@@ -13,6 +13,7 @@
 #include <tandem/tandem.h>
 
 #include "strategy_helpers.h"
+#include "run_command.h"
 #include "scratch_dir.h"
 
 namespace fs = std::filesystem;
@@ -303,15 +304,11 @@ TEST_CASE("BackupAndRestore: a training state that cannot be written for lack of
   // training state does not: the write fails as it would on a full disk (EFBIG there, ENOSPC here).
   const ScratchRoot scratch_root("tandem_full_disk_state");
   const fs::path dir = scratch_root.fresh("d");
-  FILE* pipe = ::popen((std::string(FULL_DISK_CHILD) + " --training-state " + dir.string() + " 2>&1").c_str(), "r");
-  REQUIRE(pipe);
-  std::string output;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = ::pclose(pipe);
+  const CommandResult child = run_command(std::string(FULL_DISK_CHILD) + " --training-state " + dir.string());
+  const std::string& output = child.output;
   INFO(output);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  REQUIRE(child.exited);
+  CHECK(child.exit_code == 0);
   const fs::path state = dir / "backup" / "training_state.json";
   CHECK(output.find("refused: BackupAndRestore: cannot write the training state: " + state.string() + ": not saved (the file there is unchanged): ") !=
         std::string::npos);

@@ -16,6 +16,7 @@
 #include "io/atomic_file.h"
 #include "io/hdf5_file.h"
 #include "io/weights_file.h"
+#include "run_command.h"
 #include "scratch_dir.h"
 
 namespace fs = std::filesystem;
@@ -480,16 +481,11 @@ TEST_CASE("weights file: after writes fail for lack of space the process keeps i
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tandem_full_disk_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::string command = std::string(FULL_DISK_CHILD) + " " + dir.string() + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  std::string output;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, pipe)) output += buf;
-  const int status = ::pclose(pipe);
+  const CommandResult child = run_command(std::string(FULL_DISK_CHILD) + " " + dir.string());
+  const std::string& output = child.output;
   INFO(output);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  REQUIRE(child.exited);
+  CHECK(child.exit_code == 0);
   CHECK(output.find("refused: " + (dir / "good.weights.h5").string() + ": not saved (the file there is unchanged): ") != std::string::npos);
   CHECK(output.find(": cannot write the file (8192 of ") != std::string::npos);
   CHECK(output.find("File too large") != std::string::npos);
