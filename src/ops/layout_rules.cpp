@@ -23,7 +23,7 @@ std::optional<Signature> rows_signature(const graph::LayoutQuery& q, const RowsR
   const Layout* ref = nullptr;
   int64_t extent = 0;
   for (int i : r.batch_inputs)
-    if (passes(q, r, q.in[at(i)], q.input_type(i).shape.rank())) {
+    if (at(i) < q.in.size() && passes(q, r, q.in[at(i)], q.input_type(i).shape.rank())) {
       ref = &q.in[at(i)];
       extent = q.input_type(i).shape[ref->axis];
       break;
@@ -32,6 +32,7 @@ std::optional<Signature> rows_signature(const graph::LayoutQuery& q, const RowsR
   const int axis = ref->axis;
   Signature s{std::vector<Layout>(q.in.size()), std::vector<Layout>(q.node.outputs.size(), *ref)};
   for (int i : r.batch_inputs) {
+    if (at(i) >= q.in.size()) continue;  // an optional input that is absent
     const Shape& shape = q.input_type(i).shape;
     if (shape.rank() < std::max({1, r.min_rank, axis + 1}) || shape[axis] != extent) return std::nullopt;
     s.in[at(i)] = *ref;

@@ -20,7 +20,7 @@ using graph::Signature;
 using LinearIn = std::vector<std::vector<int>>;
 
 struct RowsRule {
-  std::vector<int> batch_inputs;       // inputs whose axis 0 is the batch
+  std::vector<int> batch_inputs;       // inputs whose axis 0 is the batch (absent optional ones are skipped)
   std::vector<int> partial_outputs;    // outputs that sum over the batch (weight gradients)
   LinearIn linear;
   const char* axis_attr = nullptr;     // the op works along this axis: not along the batch
