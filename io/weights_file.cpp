@@ -69,6 +69,33 @@ void add_attention_groups(const Layer& layer, const std::string& path, std::vect
   out.push_back({path + "/_softmax", "softmax", {}, owner + " softmax"});
 }
 
+// Keras keeps a recurrent layer's weights in its cell ("layers/lstm/cell/vars", group name
+// "lstm_cell"), and Bidirectional's in its two layers' cells: "forward_layer/cell" holds the first
+// half of the weights (the forward layer's), "backward_layer/cell" the second.
+bool is_recurrent(const std::string& class_name) { return class_name == "LSTM" || class_name == "GRU" || class_name == "SimpleRNN"; }
+
+void add_cell_groups(const std::string& path, const std::string& layer_name, const std::string& cell_name,
+                     std::vector<VariablePtr> variables, const std::string& owner, std::vector<VarsGroup>& out) {
+  out.push_back({path, layer_name, {}, owner});
+  out.push_back({path + "/cell", cell_name, std::move(variables), owner + " cell"});
+}
+
+void add_bidirectional_groups(const Layer& layer, const std::string& path, std::vector<VarsGroup>& out) {
+  const std::string owner = layer.class_name() + " \"" + layer.name() + "\"";
+  out.push_back({path, layer.name(), {}, owner});
+  const std::vector<VariablePtr> all = keras_weight_order(layer);
+  const auto half = all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2);
+  // The wrapped layers' names ("forward_lstm/kernel"), and their class's cell name from the shape
+  // of the recurrent kernel, (units, gates·units): 4 gates for LSTM, 3 for GRU, 1 for SimpleRNN.
+  auto layer_of = [](const VariablePtr& w) { return w->path().substr(0, w->path().find('/')); };
+  const std::string forward = layer_of(all.front()), backward = layer_of(*half);
+  const Shape& recurrent = all.at(1)->value().shape();
+  const int64_t gates = recurrent[1] / recurrent[0];
+  const std::string cell = gates == 4 ? "lstm_cell" : gates == 3 ? "gru_cell" : "simple_rnn_cell";
+  add_cell_groups(path + "/forward_layer", forward, cell, {all.begin(), half}, owner + " forward_layer", out);
+  add_cell_groups(path + "/backward_layer", backward, cell, {half, all.end()}, owner + " backward_layer", out);
+}
+
 struct Staged {
   VariablePtr variable;
   Tensor value;
@@ -155,6 +182,15 @@ std::vector<VarsGroup> weights_layout(const WeightsModel& m) {
     const std::string path = "layers/" + unique(to_snake_case(layer->class_name()));
     if (layer->class_name() == "MultiHeadAttention") {
       add_attention_groups(*layer, path, out);
+      continue;
+    }
+    if (is_recurrent(layer->class_name())) {
+      add_cell_groups(path, layer->name(), to_snake_case(layer->class_name()) + "_cell", keras_weight_order(*layer),
+                      layer->class_name() + " \"" + layer->name() + "\"", out);
+      continue;
+    }
+    if (layer->class_name() == "Bidirectional") {
+      add_bidirectional_groups(*layer, path, out);
       continue;
     }
     out.push_back({path, layer->name(), keras_weight_order(*layer), layer->class_name() + " \"" + layer->name() + "\""});

@@ -232,6 +232,7 @@ template <class Args>
 class Fields {
  public:
   Fields(std::initializer_list<Field<Args>> fields) : fields_(fields) {}
+  explicit Fields(std::vector<Field<Args>> fields) : fields_(std::move(fields)) {}
 
   // Throws ValueError for the first field whose value its rule refuses; `who` names the layer.
   void check(const std::string& who, const Args& a) const {

@@ -79,7 +79,7 @@ Json comparable(Json j, const Json& keras) {
 }
 Json without_ids(Json j) { return comparable(std::move(j), Json()); }
 
-const char* const kModels[] = {"mlp", "cnn", "attn", "branch", "zoo", "seq1d", "pool2d"};
+const char* const kModels[] = {"mlp", "cnn", "attn", "branch", "zoo", "seq1d", "pool2d", "rnn", "birnn"};
 
 }  // namespace
 

@@ -104,6 +104,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // which config_json adds). The default throws ValueError: the layer cannot be saved whole.
   virtual LayerConfig get_config() const;
   VariablePtr add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable = true);
+  // Builds `layer` for inputs of these shapes in this layer's dtype and makes its weights this
+  // layer's too (a wrapper such as Bidirectional, from its build()).
+  void build_sublayer(const std::shared_ptr<Layer>& layer, const std::vector<Shape>& input_shapes);
   std::string who() const;  // `Dense "dense_1"`: the class and the name, for messages
 
  private:

@@ -22,6 +22,7 @@ constexpr InitializerClass kInitializers[] = {
     {"lecun_normal", "LecunNormal"},
     {"uniform", "RandomUniform"},  // Keras's default arguments only: (-0.05, 0.05)
     {"normal", "RandomNormal"},    // mean 0, stddev 0.05
+    {"orthogonal", "Orthogonal"},  // gain 1
 };
 
 std::string canonical_initializer(const std::string& name) {
@@ -45,6 +46,8 @@ Json initializer_json(const std::string& name) {
       config = {{"seed", nullptr}, {"minval", -0.05}, {"maxval", 0.05}};
     } else if (canonical == "normal") {
       config = {{"seed", nullptr}, {"mean", 0.0}, {"stddev", 0.05}};
+    } else if (canonical == "orthogonal") {
+      config = {{"seed", nullptr}, {"gain", 1.0}};
     } else if (canonical != "zeros" && canonical != "ones") {
       config = {{"seed", nullptr}, {"input_axes", nullptr}, {"output_axes", nullptr}};
     }
@@ -184,6 +187,7 @@ std::string ConfigReader::initializer(const char* key, const std::string& fallba
     if (cls != c.class_name) continue;
     const bool defaults = std::string(c.name) == "uniform"  ? arg_is("minval", -0.05) && arg_is("maxval", 0.05)
                           : std::string(c.name) == "normal" ? arg_is("mean", 0.0) && arg_is("stddev", 0.05)
+                          : std::string(c.name) == "orthogonal" ? arg_is("gain", 1.0)
                                                             : true;
     if (!defaults) fail(key, std::string(c.class_name) + " with Keras's default arguments (the only ones Tandem implements)");
     return c.name;

@@ -1,7 +1,10 @@
 #include "layer_base/initializers.h"
 
 #include <cmath>
+#include <algorithm>
 #include <mutex>
+#include <span>
+#include <vector>
 
 #include "core/random.h"
 #include "tandem/errors.h"
@@ -34,11 +37,38 @@ double normal(rng::Stream& r) {  // Box–Muller
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
+// Keras's Orthogonal (gain 1): the Q of a QR decomposition of a standard normal (max, min) matrix
+// with R's diagonal made positive — which is what Gram–Schmidt on its columns gives — transposed
+// when the weight has fewer rows than columns. Rows are every axis but the last.
+void orthogonal(std::span<double> out, const Shape& shape, rng::Stream& r);
+
 double truncated_normal(rng::Stream& r) {  // resample outside two standard deviations, like Keras
   for (;;) {
     const double z = normal(r);
     if (std::abs(z) <= 2.0) return z;
   }
+}
+void orthogonal(std::span<double> out, const Shape& shape, rng::Stream& r) {
+  const int64_t cols_of_weight = shape.rank() ? shape[-1] : 1;
+  const int64_t rows_of_weight = shape.num_elements() / std::max<int64_t>(cols_of_weight, 1);
+  const int64_t m = std::max(rows_of_weight, cols_of_weight), n = std::min(rows_of_weight, cols_of_weight);
+  std::vector<double> a(static_cast<std::size_t>(m * n));  // (m, n) row-major
+  for (double& x : a) x = normal(r);
+  auto at = [&](int64_t i, int64_t j) -> double& { return a[static_cast<std::size_t>(i * n + j)]; };
+  for (int64_t j = 0; j < n; ++j) {  // modified Gram–Schmidt, column by column
+    for (int64_t k = 0; k < j; ++k) {
+      double dot = 0;
+      for (int64_t i = 0; i < m; ++i) dot += at(i, k) * at(i, j);
+      for (int64_t i = 0; i < m; ++i) at(i, j) -= dot * at(i, k);
+    }
+    double norm = 0;
+    for (int64_t i = 0; i < m; ++i) norm += at(i, j) * at(i, j);
+    norm = std::sqrt(norm);
+    for (int64_t i = 0; i < m; ++i) at(i, j) /= norm;
+  }
+  const bool transpose = rows_of_weight < cols_of_weight;
+  for (int64_t i = 0; i < rows_of_weight; ++i)
+    for (int64_t j = 0; j < cols_of_weight; ++j) out[static_cast<std::size_t>(i * cols_of_weight + j)] = transpose ? at(j, i) : at(i, j);
 }
 }  // namespace
 
@@ -86,10 +116,12 @@ Tensor initialize(const std::string& name, const Shape& shape, DType dtype, cons
     for (double& x : v) x = (2 * r.uniform() - 1) * 0.05;
   } else if (name == "normal" || name == "random_normal") {
     for (double& x : v) x = normal(r) * 0.05;
+  } else if (name == "orthogonal") {
+    orthogonal(v, shape, r);
   } else {
     throw ValueError(owner + ": unknown initializer '" + name +
                      "'; expected one of zeros, ones, glorot_uniform, glorot_normal, he_uniform, he_normal, "
-                     "lecun_uniform, lecun_normal, uniform, normal");
+                     "lecun_uniform, lecun_normal, uniform, normal, orthogonal");
   }
   return t.cast(dtype);
 }

@@ -160,6 +160,12 @@ void Layer::take_dtype(const std::vector<Symbol>& xs) {
     }
 }
 
+void Layer::build_sublayer(const std::shared_ptr<Layer>& layer, const std::vector<Shape>& input_shapes) {
+  if (!layer->built_) layer->dtype_ = dtype_;
+  layer->build_for(input_shapes);
+  add_sublayer(layer);
+}
+
 void Layer::add_sublayer(const std::shared_ptr<Layer>& layer) {
   if (std::find(sublayers_.begin(), sublayers_.end(), layer) != sublayers_.end()) return;
   sublayers_.push_back(layer);

@@ -19,6 +19,8 @@ Value scatter_add(Graph& g, Value updates, Value ids, int64_t rows, const std::s
 
 // Joins tensors of equal rank and dtype along `axis`; every other dimension must match.
 Value concat(Graph& g, const std::vector<Value>& xs, int64_t axis);
+// x with the order along `axis` reversed.
+Value reverse(Graph& g, Value x, int64_t axis);
 // The part [begin, begin + size) of x along `axis`.
 Value slice(Graph& g, Value x, int64_t axis, int64_t begin, int64_t size);
 

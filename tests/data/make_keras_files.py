@@ -10,7 +10,9 @@
                        with momentum), a functional model with two branches (Adam), and "zoo", a
                        functional model with the remaining layer classes (ZeroPadding2D,
                        AveragePooling2D, GlobalAveragePooling2D, Reshape, Multiply, Concatenate,
-                       Activation; AdamW); "seq1d", a functional model on sequences with every 1-D
+                       Activation; AdamW); "rnn", LSTM -> GRU (reset_after=False) -> SimpleRNN
+                       (go_backwards) -> Dense (Adam); "birnn", Bidirectional(GRU, sequences) ->
+                       Bidirectional(LSTM, merge_mode="sum") -> Dense (RMSprop); "seq1d", a functional model on sequences with every 1-D
                        layer (Conv1D causal dilated and same strided, MaxPooling1D,
                        AveragePooling1D with "same" padding, GlobalAveragePooling1D and
                        GlobalMaxPooling1D branches; Adam), and "pool2d", Conv2D -> GlobalMaxPooling2D
@@ -42,13 +44,13 @@ import numpy as np  # noqa: E402
 from keras import layers  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "keras"
-MODELS = ["mlp", "cnn", "attn", "branch", "zoo", "seq1d", "pool2d"]
+MODELS = ["mlp", "cnn", "attn", "branch", "zoo", "seq1d", "pool2d", "rnn", "birnn"]
 # Models checked by their predictions only: Dropout makes training differ between frameworks, and an
 # uncompiled model does not train.
 PREDICT_ONLY = ["norm", "uncompiled"]
 # Each model's seeds, by the order in which models were added: a new model leaves the others' files
 # as they were made.
-SEED_ORDER = ["mlp", "cnn", "attn", "branch", "zoo", "norm", "uncompiled", "seq1d", "pool2d"]
+SEED_ORDER = ["mlp", "cnn", "attn", "branch", "zoo", "norm", "uncompiled", "seq1d", "pool2d", "rnn", "birnn"]
 
 # Tandem's layer classes that Keras 3 has (PositionEmbedding is keras_hub's, not Keras's).
 LAYERS = {
@@ -74,6 +76,18 @@ LAYERS = {
     "average_pooling1d": lambda: layers.AveragePooling1D(4, strides=2),
     "global_average_pooling1d": lambda: layers.GlobalAveragePooling1D(),
     "global_max_pooling1d_keepdims": lambda: layers.GlobalMaxPooling1D(keepdims=True),
+    "lstm": lambda: layers.LSTM(3),
+    "lstm_options": lambda: layers.LSTM(4, activation="relu", recurrent_activation="tanh", use_bias=False, return_sequences=True,
+                                        return_state=True, go_backwards=True, unit_forget_bias=False, dropout=0.1,
+                                        recurrent_dropout=0.2, seed=5, kernel_initializer="he_normal"),
+    "gru": lambda: layers.GRU(3),
+    "gru_options": lambda: layers.GRU(2, reset_after=False, recurrent_activation="relu", return_sequences=True,
+                                      recurrent_initializer="glorot_uniform", bias_initializer="ones"),
+    "simple_rnn": lambda: layers.SimpleRNN(5),
+    "simple_rnn_options": lambda: layers.SimpleRNN(2, activation="sigmoid", go_backwards=True, dropout=0.5, seed=2),
+    "bidirectional": lambda: layers.Bidirectional(layers.LSTM(3)),
+    "bidirectional_options": lambda: layers.Bidirectional(layers.GRU(2, return_sequences=True), merge_mode="ave"),
+    "bidirectional_none": lambda: layers.Bidirectional(layers.SimpleRNN(2), merge_mode=None),
     "zero_padding2d": lambda: layers.ZeroPadding2D(1),
     "zero_padding2d_pairs": lambda: layers.ZeroPadding2D(((1, 2), (0, 3))),
     "batch_normalization": lambda: layers.BatchNormalization(),
@@ -148,6 +162,18 @@ def model(name):
     elif name == "pool2d":
         m = keras.Sequential([keras.Input((5, 6, 2)), layers.Conv2D(4, 3, padding="same", activation="relu"),
                               layers.GlobalMaxPooling2D(), layers.Dense(3)], name="pool2d")
+        optimizer = keras.optimizers.RMSprop(1e-2)
+    elif name == "rnn":
+        x = keras.Input((6, 4))
+        s = layers.LSTM(5, return_sequences=True)(x)
+        s = layers.GRU(4, return_sequences=True, reset_after=False)(s)
+        m = keras.Model(x, layers.Dense(3)(layers.SimpleRNN(3, go_backwards=True)(s)), name="rnn")
+        optimizer = keras.optimizers.Adam(1e-2)
+    elif name == "birnn":
+        x = keras.Input((7, 3))
+        s = layers.Bidirectional(layers.GRU(4, return_sequences=True))(x)
+        h = layers.Bidirectional(layers.LSTM(3), merge_mode="sum")(s)
+        m = keras.Model(x, layers.Dense(3)(h), name="birnn")
         optimizer = keras.optimizers.RMSprop(1e-2)
     elif name == "norm":
         x = keras.Input((5, 4))
