@@ -24,6 +24,7 @@ const Fields<A> kFields(recurrent_fields({
 class GruLayer : public RecurrentLayer {
  public:
   explicit GruLayer(A a) : RecurrentLayer("gru", std::move(a), kFields) {
+    check_args();
     if (!args_.options.unit_forget_bias) throw ValueError(who() + ": unit_forget_bias is an LSTM argument; GRU has none");
   }
   std::string class_name() const override { return "GRU"; }

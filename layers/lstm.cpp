@@ -21,6 +21,7 @@ const Fields<A> kFields(recurrent_fields({
 class LstmLayer : public RecurrentLayer {
  public:
   explicit LstmLayer(A a) : RecurrentLayer("lstm", std::move(a), kFields) {
+    check_args();
     if (!args_.options.reset_after) throw ValueError(who() + ": reset_after is a GRU argument; LSTM has none");
   }
   std::string class_name() const override { return "LSTM"; }

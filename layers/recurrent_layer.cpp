@@ -39,6 +39,9 @@ std::vector<Field<A>> recurrent_fields(std::vector<Field<A>> cell) {
 RecurrentLayer::RecurrentLayer(const char* prefix, RecurrentArgs args, const Fields<RecurrentArgs>& fields)
     : Layer(prefix, args.options.name), args_(std::move(args)), fields_(fields) {
   args_.options.seed = layer_seed(args_.options.seed);
+}
+
+void RecurrentLayer::check_args() const {
   fields_.check(who(), args_);
   for (const std::string* a : {&args_.options.activation, &args_.options.recurrent_activation})
     if (!a->empty() && *a != "tanh" && *a != "sigmoid" && *a != "relu" && *a != "linear")

@@ -52,6 +52,9 @@ class RecurrentLayer : public Layer {
 
  protected:
   RecurrentLayer(const char* prefix, RecurrentArgs args, const Fields<RecurrentArgs>& fields);
+  // Checks the arguments against the field table and the kernels; from the derived constructor,
+  // since messages name the class.
+  void check_args() const;
   virtual int gates() const = 0;                 // 4, 3 or 1
   virtual Shape bias_shape() const;              // (gates·units,); GRU's reset_after is (2, 3·units)
   virtual void initialize_bias(Variable&) const {}  // LSTM's unit_forget_bias

@@ -19,6 +19,7 @@ const Fields<A> kFields(recurrent_fields({
 class SimpleRnnLayer : public RecurrentLayer {
  public:
   explicit SimpleRnnLayer(A a) : RecurrentLayer("simple_rnn", std::move(a), kFields) {
+    check_args();
     const RecurrentOptions defaults;
     if (args_.options.recurrent_activation != defaults.recurrent_activation)
       throw ValueError(who() + ": recurrent_activation is an LSTM and GRU argument; SimpleRNN has none");

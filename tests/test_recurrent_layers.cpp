@@ -110,7 +110,7 @@ TEST_CASE("recurrent layers: arguments that do not belong to the layer or that t
 TEST_CASE("recurrent layers: dropout and recurrent dropout change training, and the same seed trains the same weights") {
   auto train = [](double dropout, double recurrent_dropout) {
     tandem::set_random_seed(4);
-    tandem::Sequential model({tl::InputLayer({6, 3}), tl::LSTM(5, {.dropout = dropout, .recurrent_dropout = recurrent_dropout}),
+    tandem::Sequential model({tl::InputLayer({6, 3}), tl::LSTM(5, {.dropout = dropout, .recurrent_dropout = recurrent_dropout, .return_sequences = true}),
                               tl::GRU(4, {.dropout = dropout, .recurrent_dropout = recurrent_dropout, .return_sequences = true}),
                               tl::SimpleRNN(3, {.dropout = dropout, .recurrent_dropout = recurrent_dropout}), tl::Dense(2)});
     model.compile({.optimizer = tandem::optimizers::Adam(1e-2), .loss = tandem::losses::MeanSquaredError()});
