@@ -303,13 +303,24 @@ bool holds_tensors(const Json& value) {
 }
 
 // The inputs `layer` takes by keyword in one recorded call, appended to its positional ones.
-void add_keyword_refs(const Layer& layer, const Json& node, std::vector<Ref>& refs, const std::string& where) {
+// Keras records the masks a call received ("mask", "query_mask", ...) as the outputs of the ops
+// that computed them (`mask_ops`); Tandem computes them again as the model is rebuilt, so they are
+// not inputs. A mask taken from anything else is a mask Tandem would not compute: refused.
+void add_keyword_refs(const Layer& layer, const Json& node, std::vector<Ref>& refs, const std::string& where,
+                      const std::set<std::string>& mask_ops) {
   if (!node.is_object() || !node.contains("kwargs") || !node.at("kwargs").is_object()) return;
   const CallKeywordInputs keyword = layer.keyword_inputs();
   for (const auto& [key, value] : node.at("kwargs").items()) {
-    // Keras records the masks a call received ("mask", "query_mask", ...); Tandem computes them
-    // again as the model is rebuilt, so they are not inputs.
-    if (!holds_tensors(value) || key == "mask" || key.ends_with("_mask")) continue;
+    if (!holds_tensors(value)) continue;
+    if (key == "mask" || key.ends_with("_mask")) {
+      const Json& tensors = is_keras_tensor(value) ? Json::array({value}) : value;
+      for (const Json& t : tensors)
+        if (!mask_ops.count(tensor_ref(t, where).layer))
+          throw ValueError(where + ": the call argument \"" + key + "\" (value " + shorten(value.dump()) +
+                           ") is not supported; Tandem computes masks from Embedding(mask_zero=True) and Masking as the model " +
+                           "is rebuilt, and accepts a recorded mask only as the output of the op that computed it");
+      continue;
+    }
     if (keyword.positional < 0 || key != keyword.keyword)
       throw ValueError(where + ": the call argument \"" + key + "\" holds tensors, but " + layer.class_name() + " \"" + layer.name() + "\" " +
                        (keyword.positional < 0 ? std::string("takes no tensors by keyword")
@@ -401,6 +412,12 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
   std::map<std::string, int> node_counts;             // every entry's name -> its number of calls
   std::set<std::string> input_layers;
   std::set<std::string> mask_ops;  // entries of Keras ops that computed masks
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (list[i].is_object() && list[i].contains("class_name") && list[i].at("class_name").is_string() &&
+        is_mask_op(list[i], list[i].at("class_name").get<std::string>())) {
+      const Json config = named_config(list[i], "Functional config: layers[" + std::to_string(i) + "]");
+      if (config.contains("name") && config.at("name").is_string()) mask_ops.insert(config.at("name").get<std::string>());
+    }
   std::vector<Pending> pending;
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string where = "Functional config: layers[" + std::to_string(i) + "]";
@@ -437,7 +454,7 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       const std::string at = where + ", inbound_nodes[" + std::to_string(n) + "]";
       std::vector<Ref> refs = node_refs(nodes[n], at);
-      add_keyword_refs(*layer, nodes[n], refs, at);
+      add_keyword_refs(*layer, nodes[n], refs, at, mask_ops);
       pending.push_back({layer, entry_name, at, static_cast<int>(n), std::move(refs)});
     }
   }
