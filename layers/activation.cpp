@@ -21,6 +21,8 @@ class ActivationLayer : public Layer {
  public:
   explicit ActivationLayer(ActivationArgs a) : Layer("activation", a.name), args_(std::move(a)) { kFields.check(who(), args_); }
   std::string class_name() const override { return "Activation"; }
+  // Keras: the input's mask passes through unchanged (steps stay steps).
+  bool supports_masking() const override { return true; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     return apply_activation(ctx.g, inputs[0], args_.activation);

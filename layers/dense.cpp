@@ -33,6 +33,8 @@ class DenseLayer : public Layer {
  public:
   explicit DenseLayer(DenseArgs a) : Layer("dense", a.options.name), args_(std::move(a)) { kFields.check(who(), args_); }
   std::string class_name() const override { return "Dense"; }
+  // Keras: the input's mask passes through unchanged (steps stay steps).
+  bool supports_masking() const override { return true; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
 
   void build(const std::vector<Shape>& in) override {

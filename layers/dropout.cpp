@@ -31,6 +31,8 @@ class DropoutLayer : public Layer {
     kFields.check(who(), args_);
   }
   std::string class_name() const override { return "Dropout"; }
+  // Keras: the input's mask passes through unchanged (steps stay steps).
+  bool supports_masking() const override { return true; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     if (!ctx.training || args_.rate == 0.0) return inputs[0];

@@ -20,7 +20,7 @@ const Fields<EmbeddingArgs> kFields{
     required<EmbeddingArgs>("input_dim", [](auto& a) -> auto& { return a.input_dim; }, rules::positive),
     required<EmbeddingArgs>("output_dim", [](auto& a) -> auto& { return a.output_dim; }, rules::positive),
     initializer<EmbeddingArgs>("embeddings_initializer", [](auto& a) -> auto& { return a.options.embeddings_initializer; }),
-    fixed<EmbeddingArgs>("mask_zero", false),
+    field<EmbeddingArgs>("mask_zero", [](auto& a) -> auto& { return a.options.mask_zero; }),
     unused<EmbeddingArgs>("embeddings_regularizer"),
     unused<EmbeddingArgs>("activity_regularizer"),
     unused<EmbeddingArgs>("embeddings_constraint"),
@@ -47,6 +47,15 @@ class EmbeddingLayer : public Layer {
     // Keras casts non-integer ids to int32 (truncating).
     if (t.dtype != DType::I32 && t.dtype != DType::I64) ids = ops::cast(ctx.g, ids, DType::I32);
     return ops::gather(ctx.g, ctx.variable(*embeddings_), ids, who());
+  }
+
+  // With mask_zero, id 0 is padding: the mask is 1 where the id is not 0 (Keras's compute_mask),
+  // in the layer's float dtype. Masks of the ids themselves are not passed on, as in Keras.
+  std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>& inputs,
+                                              const std::vector<graph::Value>&) override {
+    if (!args_.options.mask_zero) return {graph::Value{}};
+    const graph::Value ids = ctx.g.type(inputs[0]).dtype == dtype() ? inputs[0] : ops::cast(ctx.g, inputs[0], dtype());
+    return {ops::compare(ctx.g, "not_equal", ids, ops::fill(ctx.g, {Shape{}, dtype()}, 0.0))};
   }
 
  private:

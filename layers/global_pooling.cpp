@@ -50,10 +50,37 @@ class GlobalPoolingLayer : public Layer {
       detail::check_image(who(), x);
       axes.push_back(2);
     }
+    if (const graph::Value mask = ctx.input_mask(0); mask.valid() && consumes_mask()) return masked_mean(ctx, inputs[0], mask);
     return kind_.max ? ops::reduce_max(ctx.g, inputs[0], axes, args_.keepdims) : ops::reduce_mean(ctx.g, inputs[0], axes, args_.keepdims);
   }
 
+  // GlobalAveragePooling1D takes the mean over the unmasked steps and ends the mask (Keras); the
+  // other three do not take masks (Keras's do not either), so a masked input is refused.
+  std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>& inputs,
+                                              const std::vector<graph::Value>& outputs) override {
+    if (consumes_mask()) return {graph::Value{}};
+    return Layer::emit_output_masks(ctx, inputs, outputs);
+  }
+
  private:
+  bool consumes_mask() const { return &kind_ == &kAverage1D; }
+
+  // Σ x·m / Σ m over the steps: masked steps are chosen away (not multiplied, as Keras does, so
+  // that whatever they hold does not matter).
+  graph::Value masked_mean(CallContext& ctx, graph::Value x, graph::Value mask) const {
+    graph::Graph& g = ctx.g;
+    const TensorType t = g.type(x);
+    const Shape ms = g.type(mask).shape;
+    if (ms.rank() != 2 || ms[0] != t.shape[0] || ms[1] != t.shape[1])
+      throw ShapeError(who() + ": expected a mask (batch, steps) = (" + std::to_string(t.shape[0]) + ", " + std::to_string(t.shape[1]) +
+                       ") for its input " + t.shape.str() + ", got " + ms.str());
+    const graph::Value m = ops::reshape(g, mask.valid() && g.type(mask).dtype != t.dtype ? ops::cast(g, mask, t.dtype) : mask,
+                                        {ms[0], ms[1], 1});
+    const graph::Value sum = ops::reduce_sum(g, ops::where(g, m, x, ops::fill(g, t, 0.0)), {1}, args_.keepdims);
+    const graph::Value count = ops::reduce_sum(g, m, {1}, args_.keepdims);  // (batch, 1): divides every channel
+    return ops::div(g, sum, count);
+  }
+
   const Kind& kind_;
   GlobalPoolingArgs args_;
 };

@@ -45,6 +45,8 @@ class LayerNormalizationLayer : public Layer {
     if (args_.options.axis == 0) throw ValueError(who() + ": axis 0 is the batch axis; expected -1 (the last axis)");
   }
   std::string class_name() const override { return "LayerNormalization"; }
+  // Keras: the input's mask passes through unchanged (steps stay steps).
+  bool supports_masking() const override { return true; }
   std::string config_json() const override {
     Json args = kFields.write(args_);
     if (built()) args["axis"] = Json::array({args_.options.axis});  // as Keras writes a built layer's

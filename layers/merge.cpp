@@ -33,6 +33,19 @@ class ElementwiseMerge : public Layer {
   }
   std::string class_name() const override { return class_name_; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
+  bool supports_masking() const override { return true; }
+  // Keras's merge layers: a step counts where it counts in any input (logical or); if some input
+  // has no mask, every step counts, so the output has none.
+  std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>& inputs,
+                                              const std::vector<graph::Value>&) override {
+    graph::Value mask;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const graph::Value m = ctx.input_mask(i);
+      if (!m.valid()) return {graph::Value{}};
+      mask = mask.valid() ? ops::maximum(ctx.g, mask, m) : m;
+    }
+    return {mask};
+  }
 
   void build(const std::vector<Shape>& in) override {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");

@@ -129,7 +129,12 @@ class MultiHeadAttentionLayer : public Layer {
 
     Value scores = ops::batch_matmul(g, q, k, false, true);  // (B, N, T, S)
     if (o.use_causal_mask) scores = ops::causal_mask(g, scores, 0);
+    const Value allowed = attention_mask(ctx, inputs);
+    if (allowed.valid())  // Keras's masked softmax: hidden scores set very low, their weights then 0
+      scores = ops::where(g, allowed, scores, ops::fill(g, g.type(scores), kHiddenScore));
     Value probs = ops::softmax(g, scores, -1);
+    // A query that sees no key (a padded query) gets zero weights, not uniform ones, as in Keras.
+    if (allowed.valid()) probs = ops::where(g, allowed, probs, ops::fill(g, g.type(probs), 0.0));
     if (ctx.training && o.dropout > 0.0) probs = ops::dropout(g, probs, ctx.step, o.dropout, *args_.seed);
 
     Value heads = ops::batch_matmul(g, probs, v);  // (B, N, T, Hv)
@@ -143,7 +148,38 @@ class MultiHeadAttentionLayer : public Layer {
     return ops::reshape(g, y, Shape(dims));
   }
 
+  // The output's steps are the query's: its mask passes on (Keras).
+  std::vector<Value> emit_output_masks(CallContext& ctx, const std::vector<Value>&, const std::vector<Value>&) override {
+    return {ctx.input_mask(0)};
+  }
+
  private:
+  // What Keras adds to hidden scores (float32's large negative number).
+  static constexpr double kHiddenScore = -1e9;
+
+  // Which keys each query may see, from the inputs' masks (Keras's _compute_attention_mask):
+  // query_mask[:, :, None] & value_mask[:, None, :] (& key_mask[:, None, :] when the key is its
+  // own input), shaped (B, 1, T or 1, S or 1) to broadcast over the heads; invalid if no input
+  // has a mask. The causal mask is applied to the scores before, by its own op.
+  Value attention_mask(CallContext& ctx, const std::vector<Value>& inputs) const {
+    graph::Graph& g = ctx.g;
+    const DType dtype = g.type(inputs[0]).dtype;
+    Value mask;
+    auto add = [&](Value m, bool query) {
+      if (!m.valid()) return;
+      const Shape s = g.type(m).shape;
+      if (s.rank() != 2)
+        throw ShapeError(who() + ": expected masks of shape (batch, steps) on its inputs, got " + s.str());
+      if (g.type(m).dtype != dtype) m = ops::cast(g, m, dtype);
+      m = ops::reshape(g, m, query ? Shape{s[0], 1, s[1], 1} : Shape{s[0], 1, 1, s[1]});
+      mask = mask.valid() ? ops::mul(g, mask, m) : m;
+    };
+    add(ctx.input_mask(0), true);
+    add(ctx.input_mask(1), false);
+    if (inputs.size() == 3 && !(inputs[2] == inputs[1])) add(ctx.input_mask(2), false);
+    return mask;
+  }
+
   struct Proj {
     VariablePtr kernel, bias;
   };

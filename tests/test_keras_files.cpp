@@ -315,6 +315,7 @@ TEST_CASE("keras files: call arguments that would change the result are refused,
   const Json tensor = {{"class_name", "__keras_tensor__"}, {"config", {{"shape", {nullptr, 20}}, {"dtype", "bool"}, {"keras_history", {"input_layer", 0, 0}}}}};
   const std::string mask = load_with("BatchNormalization", {{"mask", tensor}});
   CHECK(mask.find("(BatchNormalization \"batch_normalization\"), inbound_nodes[0]: the call argument \"mask\" (value {") != std::string::npos);
+  CHECK(mask.find("accepts a recorded mask only as the output of the op that computed it") != std::string::npos);
   CHECK(load_with("Dropout", {{"training", "yes"}}).find("(Dropout \"dropout_1\"), inbound_nodes[0]: the call argument \"training\" (value \"yes\") is not supported") !=
         std::string::npos);
 }
@@ -351,4 +352,20 @@ TEST_CASE("keras files: the layer seeds Tandem writes are ones Keras's SeedGener
   // Older Tandem files hold 64-bit seeds: they load, and the layer's seed is brought into range.
   const auto dropout = tandem::layers::layer_from_config("Dropout", tandem::layers::Json{{"rate", 0.5}, {"seed", 16363363981095120648ull}});
   CHECK(Json::parse(dropout->config_json()).at("seed").get<uint64_t>() < (uint64_t(1) << 31));
+}
+
+TEST_CASE("keras files: masks made by Embedding(mask_zero=True) and by Masking load and predict as Keras did") {
+  // masked_embed: Embedding(mask_zero) -> GlobalAveragePooling1D -> Dense (functional; Keras records
+  // the mask's NotEqual op as an entry of its own, and the mask as GlobalAveragePooling1D's call
+  // argument); masking: Masking -> Dense -> GlobalAveragePooling1D -> Dense (Sequential). The
+  // inputs are padded with zeros; Keras's predictions average over the unpadded steps only.
+  for (const char* name : {"masked_embed", "masking"}) {
+    const Json m = read_json(kData / "models.json").at(name);
+    const DType x_dtype = std::string(name) == "masked_embed" ? DType::I32 : DType::F32;
+    for (const std::string ext : {".keras", ".h5"}) {
+      INFO(name << ext);
+      std::unique_ptr<tandem::Model> model = tandem::load_model((kData / (name + ext)).string());
+      CHECK(max_difference(model->predict(tensor_of(m.at("x"), x_dtype)), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
+    }
+  }
 }

@@ -63,6 +63,15 @@ class Symbol {
 // A model input of the given shape (batch excluded), like keras.Input.
 Symbol Input(Shape shape, DType dtype = DType::F32, const std::string& name = "");
 
+// Tensor inputs that a layer's call takes under a keyword, as one list (Keras's recurrent layers:
+// `lstm(x, initial_state=[h, c])`). Inputs [0, positional) are passed positionally; the rest, if
+// any, go under `keyword`. Saved configs record them so (inbound_nodes' "args" and "kwargs"), and
+// loading reads them back into the layer's input list in the same order.
+struct CallKeywordInputs {
+  int positional = -1;  // -1: every input is positional
+  std::string keyword;
+};
+
 class Layer : public std::enable_shared_from_this<Layer> {
  public:
   virtual ~Layer() = default;
@@ -81,14 +90,37 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<Tensor> get_weights() const;
   void set_weights(const std::vector<Tensor>& values);  // same order and shapes as weights()
 
+  // The layer's single output. A layer whose call has several outputs (LSTM(return_state=true))
+  // throws ValueError here: use outputs().
   Symbol operator()(const Symbol& x);
   Symbol operator()(const std::vector<Symbol>& xs);
+  // Every output of one call, in the layer's order (each may be a model output or another
+  // layer's input on its own).
+  std::vector<Symbol> outputs(const Symbol& x);
+  std::vector<Symbol> outputs(const std::vector<Symbol>& xs);
 
   // Creates the weights for inputs of these shapes (batch excluded); called once, on first use.
   void build_for(const std::vector<Shape>& input_shapes);
   // Emits the layer's ops into ctx's graph and returns its output (library use). The built-in
   // layers override it; the default traces call().
   virtual graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs);
+  // Every output of the call (library use). A layer with several outputs overrides this; the
+  // default is emit()'s one output.
+  virtual std::vector<graph::Value> emit_outputs(CallContext& ctx, const std::vector<graph::Value>& inputs);
+  // Which inputs the call takes by keyword (see CallKeywordInputs); the default: none.
+  virtual CallKeywordInputs keyword_inputs() const { return {}; }
+
+  // Masks (Keras's supports_masking and compute_mask; docs/custom-layers.md, "Masks"). A mask
+  // marks the steps of a sequence that count: (batch, steps), 1 or 0 in the layer's dtype. Masks
+  // are made by Embedding(mask_zero) and Masking and travel with the values through the model.
+  // A layer that supports masking passes its first input's mask on to its first output; a layer
+  // that does not throws ValueError when it is called on a masked input. Default: false.
+  virtual bool supports_masking() const { return false; }
+  // The masks of the call's outputs (library use): invalid values where none. Read the inputs'
+  // masks from ctx.input_masks. The default applies supports_masking() as above; layers that
+  // make, combine or consume masks override it.
+  virtual std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>& inputs,
+                                                      const std::vector<graph::Value>& outputs);
 
  protected:
   // A custom layer (Keras's subclassing): derive from Layer, pass a name prefix ("my_layer") and
@@ -110,7 +142,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::string who() const;  // `Dense "dense_1"`: the class and the name, for messages
 
  private:
-  Symbol call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs);
+  std::vector<Symbol> call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs);
   void add_sublayer(const std::shared_ptr<Layer>& layer);
   void take_dtype(const std::vector<Symbol>& xs);  // before the first build
   std::string name_;
@@ -134,6 +166,8 @@ class LayerRef {
   LayerRef(std::shared_ptr<Layer> layer) : layer_(std::move(layer)) {}
   Symbol operator()(const Symbol& x) const { return (*layer_)(x); }
   Symbol operator()(const std::vector<Symbol>& xs) const { return (*layer_)(xs); }
+  std::vector<Symbol> outputs(const Symbol& x) const { return layer_->outputs(x); }
+  std::vector<Symbol> outputs(const std::vector<Symbol>& xs) const { return layer_->outputs(xs); }
   Layer* operator->() const { return layer_.get(); }
   Layer& operator*() const { return *layer_; }
   const std::shared_ptr<Layer>& ptr() const { return layer_; }

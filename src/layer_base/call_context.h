@@ -15,6 +15,13 @@ class CallContext {
   // How many micro-batches of a training step run this graph, one after another; values summed
   // over them with ops::micro_sum reach the step's update once.
   int micro_batches = 1;
+  // The masks of the inputs of the layer being emitted, one per input (invalid: none), set by
+  // whoever emits the call; a layer's emit and emit_output_masks read them. `mask_origin` names
+  // the layer that made the first of them, for messages (`Embedding "emb" (mask_zero=True)`).
+  std::vector<graph::Value> input_masks;
+  std::string mask_origin;
+  // Input i's mask, or an invalid value if it has none.
+  graph::Value input_mask(std::size_t i) const { return i < input_masks.size() ? input_masks[i] : graph::Value{}; }
 
   graph::Value variable(const Variable& v) {
     return g.variable({v.id(), v.path(), v.value().type(), v.trainable()});

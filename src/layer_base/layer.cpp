@@ -102,35 +102,82 @@ void Layer::build_for(const std::vector<Shape>& input_shapes) {
 }
 
 Symbol Layer::operator()(const Symbol& x) { return (*this)(std::vector<Symbol>{x}); }
+std::vector<Symbol> Layer::outputs(const Symbol& x) { return outputs(std::vector<Symbol>{x}); }
 
 std::string Layer::who() const { return class_name() + " \"" + name_ + "\""; }
 
 Symbol Layer::operator()(const std::vector<Symbol>& xs) {
+  std::vector<Symbol> ys = outputs(xs);
+  if (ys.size() != 1)
+    throw ValueError(who() + ": its call has " + std::to_string(ys.size()) +
+                     " outputs, so calling it gives no single symbol; use .outputs(...) to get them all");
+  return ys[0];
+}
+
+std::vector<Symbol> Layer::outputs(const std::vector<Symbol>& xs) {
   if (const std::shared_ptr<Trace> trace = common_trace(xs, who())) return call_inside(trace, xs);
   std::vector<Shape> shapes;
   for (const Symbol& s : xs) shapes.push_back(s.shape().without_batch());
   take_dtype(xs);
   build_for(shapes);
-  // The output shape comes from tracing this one call with a batch of 1 into a scratch graph.
+  // The output shapes (and masks) come from tracing this one call with a batch of 1 into a
+  // scratch graph; a masked input gets a mask placeholder, so the layer's mask rules run now and
+  // a layer that cannot take a mask is refused here, where the model is written.
   graph::Graph g;
   std::vector<graph::Value> ins;
-  for (std::size_t i = 0; i < xs.size(); ++i)
-    ins.push_back(g.placeholder("in" + std::to_string(i), {shapes[i].with_batch(1), xs[i].dtype()}));
   CallContext ctx(g, false, g.placeholder("step", {Shape{}, DType::I64}));
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    ins.push_back(g.placeholder("in" + std::to_string(i), {shapes[i].with_batch(1), xs[i].dtype()}));
+    const Symbol::Node& n = *xs[i].node();
+    ctx.input_masks.push_back(n.masked ? g.placeholder("mask" + std::to_string(i), {n.mask_shape.without_batch().with_batch(1), dtype_})
+                                       : graph::Value{});
+    if (n.masked && ctx.mask_origin.empty()) ctx.mask_origin = n.mask_origin;
+  }
   graph::ScopeGuard scope(g, name_);
-  const graph::Value y = emit(ctx, ins);
-  auto node = std::make_shared<Symbol::Node>();
-  node->layer = shared_from_this();
-  node->inputs = xs;
-  node->shape = g.type(y).shape;
-  node->shape[0] = -1;
-  node->dtype = g.type(y).dtype;
-  return Symbol(node);
+  const EmittedCall out = emit_call(*this, ctx, ins);
+  auto call = std::make_shared<Symbol::Node>();
+  call->layer = shared_from_this();
+  call->inputs = xs;
+  std::vector<Symbol> ys;
+  for (std::size_t i = 0; i < out.values.size(); ++i) {
+    auto node = i == 0 ? call : std::make_shared<Symbol::Node>();
+    node->layer = call->layer;
+    if (i > 0) node->call = call;
+    node->index = static_cast<int>(i);
+    node->shape = g.type(out.values[i]).shape;
+    node->shape[0] = -1;
+    node->dtype = g.type(out.values[i]).dtype;
+    call->output_shapes.push_back(node->shape);
+    if (const graph::Value m = out.masks[i]; m.valid()) {
+      node->masked = true;
+      node->mask_shape = g.type(m).shape;
+      node->mask_shape[0] = -1;
+      // A mask passed on unchanged keeps its origin; a new one is this layer's.
+      const auto same = std::find(ctx.input_masks.begin(), ctx.input_masks.end(), m);
+      node->mask_origin = same != ctx.input_masks.end() ? xs[static_cast<std::size_t>(same - ctx.input_masks.begin())].node()->mask_origin
+                                                         : who();
+    }
+    ys.push_back(Symbol(node));
+  }
+  return ys;
+}
+
+EmittedCall emit_call(Layer& layer, CallContext& ctx, const std::vector<graph::Value>& inputs) {
+  const std::string who = layer.class_name() + " \"" + layer.name() + "\"";
+  EmittedCall out;
+  out.values = layer.emit_outputs(ctx, inputs);
+  if (out.values.empty()) throw ValueError(who + ": the layer's call has no outputs");
+  out.masks = layer.emit_output_masks(ctx, inputs, out.values);
+  if (out.masks.size() != out.values.size())
+    throw ValueError(who + ": emit_output_masks gave " + std::to_string(out.masks.size()) + " masks for " +
+                     std::to_string(out.values.size()) + " outputs; expected one per output (invalid where none)");
+  return out;
 }
 
 // A layer called inside another layer's call(): it is traced into the same graph at once, and
-// becomes a sublayer of the caller, whose weights then include its weights.
-Symbol Layer::call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs) {
+// becomes a sublayer of the caller, whose weights then include its weights. Masks do not reach
+// inside a custom layer's call.
+std::vector<Symbol> Layer::call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs) {
   if (!trace->ctx)
     throw ValueError(who() + ": layers cannot be called in " + trace->owner + "; a loss function computes with tandem::ops only");
   if (trace->layer == this) throw ValueError(who() + ": its call() calls the layer itself");
@@ -148,7 +195,20 @@ Symbol Layer::call_inside(const std::shared_ptr<Trace>& trace, const std::vector
   build_for(shapes);
   if (trace->layer) trace->layer->add_sublayer(self);
   graph::ScopeGuard scope(trace->g, name_);
-  return traced_symbol(trace, emit(*trace->ctx, ins));
+  CallContext& ctx = *trace->ctx;
+  std::vector<graph::Value> outer_masks(ins.size());
+  std::swap(outer_masks, ctx.input_masks);
+  std::vector<graph::Value> values;
+  try {
+    values = emit_outputs(ctx, ins);
+  } catch (...) {
+    ctx.input_masks = std::move(outer_masks);
+    throw;
+  }
+  ctx.input_masks = std::move(outer_masks);
+  std::vector<Symbol> ys;
+  for (graph::Value v : values) ys.push_back(traced_symbol(trace, v));
+  return ys;
 }
 
 void Layer::take_dtype(const std::vector<Symbol>& xs) {
@@ -178,6 +238,24 @@ graph::Value Layer::emit(CallContext& ctx, const std::vector<graph::Value>& inpu
   std::vector<Symbol> xs;
   for (graph::Value v : inputs) xs.push_back(scope.symbol(v));
   return scope.value(call(xs, ctx.training), "the output of call()");
+}
+
+std::vector<graph::Value> Layer::emit_outputs(CallContext& ctx, const std::vector<graph::Value>& inputs) {
+  return {emit(ctx, inputs)};
+}
+
+std::vector<graph::Value> Layer::emit_output_masks(CallContext& ctx, const std::vector<graph::Value>&,
+                                                   const std::vector<graph::Value>& outputs) {
+  std::vector<graph::Value> out(outputs.size());
+  const bool masked = std::any_of(ctx.input_masks.begin(), ctx.input_masks.end(), [](graph::Value m) { return m.valid(); });
+  if (!masked) return out;
+  if (!supports_masking())
+    throw ValueError(who() + " cannot take a mask; its input comes from " + (ctx.mask_origin.empty() ? std::string("a masking layer") : ctx.mask_origin) +
+                     ", which marks padded steps (Embedding(mask_zero=True) or Masking). Put a layer that consumes the mask first " +
+                     "(GlobalAveragePooling1D, a recurrent layer) or make the mask unnecessary; a custom layer opts in by " +
+                     "overriding supports_masking()");
+  out[0] = ctx.input_mask(0);  // Keras: the first input's mask, on the first output
+  return out;
 }
 
 Symbol Layer::call(const std::vector<Symbol>&, bool) {

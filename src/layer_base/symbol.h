@@ -23,15 +23,35 @@ struct Trace {
   bool open = true;
 };
 
+// One output of one layer call (or a model input, or a traced symbol). A call's node is its
+// output 0 and holds the layer and the inputs; its other outputs are nodes that refer to it
+// (`call`) with their `index`, and hold the layer but no inputs.
 struct Symbol::Node {
   std::shared_ptr<Layer> layer;  // null for a model input and for a traced symbol
-  std::vector<Symbol> inputs;
+  std::vector<Symbol> inputs;    // on the call's node only
   Shape shape;                   // batch dimension -1 (a traced symbol: the traced batch)
   DType dtype = DType::F32;
   std::string input_name;        // for model inputs
   std::shared_ptr<Trace> trace;  // set for a traced symbol, whose value is `value`
   graph::Value value;
+  std::shared_ptr<Node> call;    // output index > 0: the call's node; null otherwise
+  int index = 0;                 // which output of its call this is
+  std::vector<Shape> output_shapes;  // on the call's node: every output's shape (batch -1)
+  // The mask the symbol carries, if any: its shape (batch -1) and the layer that made it.
+  bool masked = false;
+  Shape mask_shape;
+  std::string mask_origin;
+  const Node* call_node() const { return call ? call.get() : this; }
+  std::size_t output_count() const { return call_node()->output_shapes.size(); }
 };
+
+// The values and masks (invalid: none) of one emitted call.
+struct EmittedCall {
+  std::vector<graph::Value> values, masks;
+};
+// Emits `layer`'s call on `inputs` into ctx's graph, whose ctx.input_masks the caller has set
+// (and sized to the inputs), and checks what the layer returns.
+EmittedCall emit_call(Layer& layer, CallContext& ctx, const std::vector<graph::Value>& inputs);
 
 // Unique name "dense", "dense_1", ... per prefix, like Keras's auto-naming.
 std::string unique_layer_name(const std::string& prefix);

@@ -33,6 +33,7 @@ void Model::Impl::set_graph(const std::vector<Symbol>& in, const std::vector<Sym
   layers.clear();
   std::set<const Symbol::Node*> seen, reached;
   std::function<void(const std::shared_ptr<Symbol::Node>&)> visit = [&](const std::shared_ptr<Symbol::Node>& n) {
+    if (n->call) return visit(n->call);  // another output of a call: the call is what runs
     if (!seen.insert(n.get()).second) return;
     if (n->trace)
       throw ValueError(who + ": a symbol computed inside " + n->trace->owner +
@@ -54,18 +55,39 @@ void Model::Impl::set_graph(const std::vector<Symbol>& in, const std::vector<Sym
                                       : who + ": no output depends on input \"" + s.node()->input_name + "\"");
 }
 
-std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector<graph::Value>& xs) const {
-  std::map<const Symbol::Node*, graph::Value> value;
-  for (std::size_t i = 0; i < inputs.size(); ++i) value[inputs[i].node().get()] = xs.at(i);
+std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector<graph::Value>& xs,
+                                             std::vector<graph::Value>* output_masks) const {
+  // Per call (its node), every output's value and mask; a model input is a call of one output.
+  std::map<const Symbol::Node*, EmittedCall> emitted;
+  for (std::size_t i = 0; i < inputs.size(); ++i) emitted[inputs[i].node().get()] = {{xs.at(i)}, {graph::Value{}}};
+  auto of = [&](const Symbol& s) -> std::pair<graph::Value, graph::Value> {
+    const EmittedCall& e = emitted.at(s.node()->call_node());
+    const auto i = static_cast<std::size_t>(s.node()->index);
+    return {e.values.at(i), e.masks.at(i)};
+  };
   for (const auto& call : calls) {
     std::vector<graph::Value> ins;
-    for (const Symbol& s : call->inputs) ins.push_back(value.at(s.node().get()));
+    ctx.input_masks.clear();
+    ctx.mask_origin.clear();
+    for (const Symbol& s : call->inputs) {
+      const auto [v, m] = of(s);
+      ins.push_back(v);
+      ctx.input_masks.push_back(m);
+      if (m.valid() && ctx.mask_origin.empty()) ctx.mask_origin = s.node()->mask_origin;
+    }
     graph::ScopeGuard scope(ctx.g, call->layer->name());
     if (std::find(ctx.g.layers.begin(), ctx.g.layers.end(), call->layer->name()) == ctx.g.layers.end()) ctx.g.layers.push_back(call->layer->name());
-    value[call.get()] = call->layer->emit(ctx, ins);
+    emitted[call.get()] = emit_call(*call->layer, ctx, ins);
   }
+  ctx.input_masks.clear();
+  ctx.mask_origin.clear();
   std::vector<graph::Value> out;
-  for (const Symbol& s : outputs) out.push_back(value.at(s.node().get()));
+  if (output_masks) output_masks->clear();
+  for (const Symbol& s : outputs) {
+    const auto [v, m] = of(s);
+    out.push_back(v);
+    if (output_masks) output_masks->push_back(m);
+  }
   return out;
 }
 
@@ -192,9 +214,15 @@ std::string Model::summary_string() {
   for (const auto& call : impl_->calls) {
     std::vector<std::string> from;
     for (const Symbol& s : call->inputs)
-      from.push_back((s.node()->layer ? s.node()->layer->name() : s.node()->input_name) + "[0][0]");
+      from.push_back((s.node()->layer ? s.node()->layer->name() : s.node()->input_name) + "[0][" + std::to_string(s.node()->index) + "]");
     const bool first_use = std::none_of(rows.begin(), rows.end(), [&](const auto& r) { return r.name == call->layer->name(); });
-    rows.push_back({call->layer->name(), call->layer->class_name(), call->shape.str(), first_use ? call->layer->count_params() : 0, from});
+    std::string shape = call->shape.str();
+    if (call->output_shapes.size() > 1) {  // Keras lists each output's shape
+      shape = "[";
+      for (std::size_t i = 0; i < call->output_shapes.size(); ++i) shape.append(i ? ", " : "").append(call->output_shapes[i].str());
+      shape += "]";
+    }
+    rows.push_back({call->layer->name(), call->layer->class_name(), shape, first_use ? call->layer->count_params() : 0, from});
   }
   for (const auto& w : impl_->weights()) {
     const int64_t bytes = static_cast<int64_t>(w->value().bytes());

@@ -127,7 +127,7 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
   }
   auto history = [&](const Symbol& s) {
     const Node* n = s.node().get();
-    return n->layer ? Json::array({n->layer->name(), node_index.at(n), 0}) : Json::array({n->input_name, 0, 0});
+    return n->layer ? Json::array({n->layer->name(), node_index.at(n->call_node()), n->index}) : Json::array({n->input_name, 0, 0});
   };
   auto tensor = [&](const Symbol& s) {
     Json config{{"shape", shape_json(s.shape())}, {"dtype", dtype_name(s.dtype())}};
@@ -149,18 +149,29 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
       if (config.contains(key)) kwargs[key] = config.at(key);
     if (kCallTakesMask.count(layer->class_name())) kwargs["mask"] = nullptr;
     Json nodes = Json::array();
+    const CallKeywordInputs keyword = layer->keyword_inputs();
     for (const Node* n : nodes_of[layer.get()]) {
+      // The inputs after the positional ones go under the layer's keyword, as one list
+      // (Keras: LSTM()(x, initial_state=[h, c])).
+      const std::size_t positional =
+          keyword.positional >= 0 ? std::min(n->inputs.size(), static_cast<std::size_t>(keyword.positional)) : n->inputs.size();
       // One input is passed as itself, several as one list (Keras: Dense()(x), Add()([a, b])),
       // except attention's, which takes query, value (and key) as separate arguments.
       Json args = Json::array();
-      if (n->inputs.size() == 1 || layer->class_name() == "MultiHeadAttention") {
-        for (const Symbol& s : n->inputs) args.push_back(tensor(s));
+      if (positional == 1 || layer->class_name() == "MultiHeadAttention") {
+        for (std::size_t i = 0; i < positional; ++i) args.push_back(tensor(n->inputs[i]));
       } else {
         Json group = Json::array();
-        for (const Symbol& s : n->inputs) group.push_back(tensor(s));
+        for (std::size_t i = 0; i < positional; ++i) group.push_back(tensor(n->inputs[i]));
         args.push_back(group);
       }
-      nodes.push_back({{"args", args}, {"kwargs", kwargs}});
+      Json call_kwargs = kwargs;
+      if (positional < n->inputs.size()) {
+        Json list = Json::array();
+        for (std::size_t i = positional; i < n->inputs.size(); ++i) list.push_back(tensor(n->inputs[i]));
+        call_kwargs[keyword.keyword] = list;
+      }
+      nodes.push_back({{"args", args}, {"kwargs", call_kwargs}});
     }
     const auto& calls = nodes_of[layer.get()];
     Json entry = layer_entry(layer->class_name(), config, calls.empty() ? std::vector<Shape>{} : input_shapes(*calls[0]), form);
@@ -232,17 +243,23 @@ std::unique_ptr<Model> sequential_from_config(const Json& config, const std::str
 struct Ref {
   std::string layer;
   int node = 0;
+  int tensor = 0;  // which output of the call
   std::optional<Shape> shape;
-  std::string str() const { return "[\"" + layer + "\", " + std::to_string(node) + ", 0]"; }
+  std::string str() const {
+    return std::string("[\"").append(layer).append("\", ").append(std::to_string(node)).append(", ").append(std::to_string(tensor)).append("]");
+  }
 };
 
 Ref history_ref(const Json& h, const std::string& where) {
   if (!h.is_array() || h.size() < 3 || !h[0].is_string() || !h[1].is_number_integer() || !h[2].is_number_integer())
     throw ValueError(where + ": expected a connection [layer name, node index, tensor index], got " + shorten(h.dump()));
-  if (h[2].get<int64_t>() != 0)
-    throw ValueError(where + ": " + shorten(h.dump()) + " refers to output " + std::to_string(h[2].get<int64_t>()) +
-                     " of a layer call; Tandem layers have one output");
-  return {h[0].get<std::string>(), h[1].get<int>(), std::nullopt};
+  if (h[2].get<int64_t>() < 0 || h[2].get<int64_t>() > 1000000)
+    throw ValueError(where + ": " + shorten(h.dump()) + " has a tensor index out of range (expected 0 or more)");
+  return {h[0].get<std::string>(), h[1].get<int>(), h[2].get<int>(), std::nullopt};
+}
+
+bool is_keras_tensor(const Json& a) {
+  return a.is_object() && a.contains("config") && a.at("config").is_object() && a.at("config").contains("keras_history");
 }
 
 Ref tensor_ref(const Json& t, const std::string& where) {
@@ -268,7 +285,7 @@ std::vector<Ref> node_refs(const Json& node, const std::string& where) {
     for (const Json& a : args) {
       if (a.is_array()) {
         for (const Json& t : a) refs.push_back(tensor_ref(t, where));
-      } else if (a.is_object() && a.contains("config") && a.at("config").is_object() && a.at("config").contains("keras_history")) {
+      } else if (is_keras_tensor(a)) {
         refs.push_back(tensor_ref(a, where));
       } else {
         throw ValueError(where + ": unsupported call argument " + shorten(a.dump()) + " (Tandem layers take only tensors)");
@@ -277,6 +294,44 @@ std::vector<Ref> node_refs(const Json& node, const std::string& where) {
   }
   if (refs.empty()) throw ValueError(where + ": a call without inputs");
   return refs;
+}
+
+// A keyword argument that holds tensors (one, or a list of them): inputs, not a setting.
+bool holds_tensors(const Json& value) {
+  if (is_keras_tensor(value)) return true;
+  return value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), [](const Json& t) { return is_keras_tensor(t); });
+}
+
+// The inputs `layer` takes by keyword in one recorded call, appended to its positional ones.
+// Keras records the masks a call received ("mask", "query_mask", ...) as the outputs of the ops
+// that computed them (`mask_ops`); Tandem computes them again as the model is rebuilt, so they are
+// not inputs. A mask taken from anything else is a mask Tandem would not compute: refused.
+void add_keyword_refs(const Layer& layer, const Json& node, std::vector<Ref>& refs, const std::string& where,
+                      const std::set<std::string>& mask_ops) {
+  if (!node.is_object() || !node.contains("kwargs") || !node.at("kwargs").is_object()) return;
+  const CallKeywordInputs keyword = layer.keyword_inputs();
+  for (const auto& [key, value] : node.at("kwargs").items()) {
+    if (!holds_tensors(value)) continue;
+    if (key == "mask" || key.ends_with("_mask")) {
+      const Json& tensors = is_keras_tensor(value) ? Json::array({value}) : value;
+      for (const Json& t : tensors)
+        if (!mask_ops.count(tensor_ref(t, where).layer))
+          throw ValueError(where + ": the call argument \"" + key + "\" (value " + shorten(value.dump()) +
+                           ") is not supported; Tandem computes masks from Embedding(mask_zero=True) and Masking as the model " +
+                           "is rebuilt, and accepts a recorded mask only as the output of the op that computed it");
+      continue;
+    }
+    if (keyword.positional < 0 || key != keyword.keyword)
+      throw ValueError(where + ": the call argument \"" + key + "\" holds tensors, but " + layer.class_name() + " \"" + layer.name() + "\" " +
+                       (keyword.positional < 0 ? std::string("takes no tensors by keyword")
+                                               : std::string("takes tensors only under \"").append(keyword.keyword).append("\"")));
+    if (refs.size() != static_cast<std::size_t>(keyword.positional))
+      throw ValueError(where + ": " + layer.class_name() + " \"" + layer.name() + "\" expected " + std::to_string(keyword.positional) +
+                       " positional inputs before \"" + key + "\", got " + std::to_string(refs.size()));
+    if (is_keras_tensor(value)) refs.push_back(tensor_ref(value, where));
+    else
+      for (const Json& t : value) refs.push_back(tensor_ref(t, where));
+  }
 }
 
 // Whether a call argument Keras 3 records with a functional model's call (its "kwargs") leaves
@@ -306,6 +361,7 @@ Json with_call_arguments(Json config, const Json& nodes, const std::string& wher
     const std::string at = where + ", inbound_nodes[" + std::to_string(n) + "]";
     if (!kwargs.is_object()) throw ValueError(at + ": \"kwargs\" must be a JSON object, got " + shorten(kwargs.dump()));
     for (const auto& [key, value] : kwargs.items()) {
+      if (holds_tensors(value)) continue;  // inputs passed by keyword: read with the call's inputs
       const bool known = std::any_of(std::begin(kCallArguments), std::end(kCallArguments), [&](const char* k) { return key == k; });
       if (!known && neutral_call_argument(key, value)) continue;
       if (!known)
@@ -332,6 +388,16 @@ std::vector<Ref> endpoints(const Json& config, const char* key) {
   return refs;
 }
 
+// Keras 3 records the ops that computed a mask in a functional model (Embedding(mask_zero)'s
+// NotEqual, Masking's Any) as entries of their own, which only the "mask" call arguments of later
+// layers name. Tandem's layers compute masks themselves, so such entries are skipped.
+bool is_mask_op(const Json& entry, const std::string& cls) {
+  static const std::set<std::string> kMaskOps = {"NotEqual", "Any", "LogicalAnd", "LogicalOr", "ExpandDims", "Squeeze", "Cast"};
+  if (entry.contains("module") && entry.at("module").is_string() && entry.at("module").get<std::string>().starts_with("keras.src.ops"))
+    return true;
+  return kMaskOps.count(cls) > 0;
+}
+
 std::unique_ptr<Model> functional_from_config(const Json& config, const std::string& name) {
   const Json& list = member(config, "layers", "Functional config");
   if (!list.is_array()) throw ValueError("Functional config: \"layers\" must be a list");
@@ -342,9 +408,16 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
     int node;
     std::vector<Ref> inputs;
   };
-  std::map<std::pair<std::string, int>, Symbol> made;  // (layer name, node index) -> its output
+  std::map<std::pair<std::string, int>, std::vector<Symbol>> made;  // (layer name, node index) -> its outputs
   std::map<std::string, int> node_counts;             // every entry's name -> its number of calls
   std::set<std::string> input_layers;
+  std::set<std::string> mask_ops;  // entries of Keras ops that computed masks
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (list[i].is_object() && list[i].contains("class_name") && list[i].at("class_name").is_string() &&
+        is_mask_op(list[i], list[i].at("class_name").get<std::string>())) {
+      const Json config = named_config(list[i], "Functional config: layers[" + std::to_string(i) + "]");
+      if (config.contains("name") && config.at("name").is_string()) mask_ops.insert(config.at("name").get<std::string>());
+    }
   std::vector<Pending> pending;
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string where = "Functional config: layers[" + std::to_string(i) + "]";
@@ -356,9 +429,13 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
     if (entry_name.empty()) throw ValueError(where + ": the layer has no name (a functional config connects layers by name)");
     where += " (" + cls + " \"" + entry_name + "\")";
     if (node_counts.count(entry_name)) throw ValueError(where + ": another layer has the same name");
+    if (is_mask_op(list[i], cls)) {  // nothing to make: the layers compute their masks themselves
+      mask_ops.insert(entry_name);
+      continue;
+    }
     if (cls == "InputLayer") {
       const ConfigReader reader(cls, layer_config);
-      made[{entry_name, 0}] = Input(layers::input_layer_shape(reader), layers::input_layer_dtype(reader), entry_name);
+      made[{entry_name, 0}] = {Input(layers::input_layer_shape(reader), layers::input_layer_dtype(reader), entry_name)};
       node_counts[entry_name] = 1;
       input_layers.insert(entry_name);
       continue;
@@ -376,10 +453,23 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
     node_counts[entry_name] = static_cast<int>(nodes.size());
     for (std::size_t n = 0; n < nodes.size(); ++n) {
       const std::string at = where + ", inbound_nodes[" + std::to_string(n) + "]";
-      pending.push_back({layer, entry_name, at, static_cast<int>(n), node_refs(nodes[n], at)});
+      std::vector<Ref> refs = node_refs(nodes[n], at);
+      add_keyword_refs(*layer, nodes[n], refs, at, mask_ops);
+      pending.push_back({layer, entry_name, at, static_cast<int>(n), std::move(refs)});
     }
   }
 
+  // The symbol a connection names: output `tensor` of a call that was made.
+  auto output_of = [&](const Ref& r, const std::string& where) -> const Symbol& {
+    const std::vector<Symbol>& outs = made.at({r.layer, r.node});
+    if (r.tensor >= static_cast<int>(outs.size())) {
+      const std::shared_ptr<Layer>& l = outs[0].node()->layer;
+      throw ValueError(where + ": " + r.str() + " refers to output " + std::to_string(r.tensor) + " of call " + std::to_string(r.node) + " of " +
+                       (l ? l->class_name() + " \"" + r.layer + "\"" : "input \"" + r.layer + "\"") + ", which has " +
+                       std::to_string(outs.size()) + (outs.size() == 1 ? " output" : " outputs"));
+    }
+    return outs[static_cast<std::size_t>(r.tensor)];
+  };
   // Calls run once all their inputs exist; the recorded order does not matter.
   while (!pending.empty()) {
     bool progress = false;
@@ -391,14 +481,14 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
       }
       std::vector<Symbol> xs;
       for (const Ref& r : it->inputs) {
-        const Symbol& s = made.at({r.layer, r.node});
+        const Symbol& s = output_of(r, it->where);
         if (r.shape && *r.shape != s.shape())
           throw ShapeError(it->where + ": the input " + r.str() + " was saved with shape " + r.shape->str() + ", but rebuilt with shape " +
                            s.shape().str());
         xs.push_back(s);
       }
       try {
-        made[{it->name, it->node}] = (*it->layer)(xs);  // builds the layer on its first call: its weights' sizes are checked
+        made[{it->name, it->node}] = it->layer->outputs(xs);  // builds the layer on its first call: its weights' sizes are checked
       } catch (...) {
         rethrow_with(it->where + ": ");
       }
@@ -408,6 +498,9 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
     if (progress) continue;
     const Pending& stuck = pending.front();
     for (const Ref& r : stuck.inputs) {
+      if (mask_ops.count(r.layer))
+        throw ValueError(stuck.where + ": takes the output of \"" + r.layer + "\", a Keras op that the config records as a mask's " +
+                         "computation; Tandem computes masks inside the layers and reads such ops only as masks");
       const auto count = node_counts.find(r.layer);
       if (count == node_counts.end())
         throw ValueError(stuck.where + ": refers to a layer \"" + r.layer + "\" that the config does not list");
@@ -422,15 +515,14 @@ std::unique_ptr<Model> functional_from_config(const Json& config, const std::str
   for (const Ref& in : endpoints(config, "input_layers")) {
     if (!input_layers.count(in.layer))
       throw ValueError("Functional config: input_layers names \"" + in.layer + "\", which is not an InputLayer of the config");
-    ins.push_back(made.at({in.layer, 0}));
+    ins.push_back(output_of(in, "Functional config: input_layers"));
   }
   if (ins.size() != input_layers.size())
     throw ValueError("Functional config: input_layers names " + std::to_string(ins.size()) + " inputs, the config has " +
                      std::to_string(input_layers.size()) + " InputLayers");
   for (const Ref& out : endpoints(config, "output_layers")) {
-    const auto output = made.find({out.layer, out.node});
-    if (output == made.end()) throw ValueError("Functional config: output_layers names " + out.str() + ", which no layer call makes");
-    outs.push_back(output->second);
+    if (!made.count({out.layer, out.node})) throw ValueError("Functional config: output_layers names " + out.str() + ", which no layer call makes");
+    outs.push_back(output_of(out, "Functional config: output_layers"));
   }
   return std::make_unique<Model>(ins, outs, name);
 }

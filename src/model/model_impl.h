@@ -78,8 +78,10 @@ struct Model::Impl {
   const CompiledStep* last_train = nullptr;  // the training step fit ran last (in `steps`)
 
   void set_graph(const std::vector<Symbol>& in, const std::vector<Symbol>& out);
-  // Traces the layer calls into g on the inputs' values; returns the outputs' values.
-  std::vector<graph::Value> trace(CallContext& ctx, const std::vector<graph::Value>& xs) const;
+  // Traces the layer calls into g on the inputs' values; returns the outputs' values and, if
+  // `output_masks` is given, sets it to their masks (invalid where none).
+  std::vector<graph::Value> trace(CallContext& ctx, const std::vector<graph::Value>& xs,
+                                  std::vector<graph::Value>* output_masks = nullptr) const;
   // Placeholders for the model's inputs, `rows` rows each: "x" (one input) or "x0", "x1", ...
   std::vector<graph::Value> input_placeholders(graph::Graph& g, int64_t rows) const;
   // What History and evaluate report beside "loss", in the order of CompiledStep::metrics: with

@@ -193,7 +193,7 @@ std::string model_to_dot(const Model& model, const PlotModelOptions& o) {
     if (const auto it = placement.group_of.find(call.layer->name()); it != placement.group_of.end())
       dot += ", fillcolor=\"" + std::string(kPalette[it->second % kColours]) + "\", tooltip=" + quoted(placement.groups[it->second]);
     dot += "];\n";
-    for (const Symbol& s : call.inputs) edges += "  " + id.at(s.node().get()) + " -> " + me + ";\n";
+    for (const Symbol& s : call.inputs) edges += "  " + id.at(s.node()->call_node()) + " -> " + me + ";\n";
   }
   dot += edges;
   if (!placement.groups.empty()) {

@@ -30,6 +30,21 @@ graph::Value weigh_rows(graph::Graph& g, graph::Value per, graph::Value weights)
   return ops::mul(g, per, ops::reshape(g, ops::cast(g, weights, t.dtype), Shape(dims)));
 }
 
+// The loss of an output that carries a mask, as Keras 3's apply_mask with "sum_over_batch_size":
+// each unmasked element weighs total/valid, so the mean becomes Σ loss·mask / Σ mask (0 when
+// nothing counts), times `scale`. The per-sample losses must have the mask's shape (batch,
+// steps). With several micro-batches each is normalised by its own count.
+graph::Value masked_loss(graph::Graph& g, graph::Value per, graph::Value mask, const std::string& output, double scale) {
+  const TensorType t = g.type(per);
+  if (g.type(mask).shape != t.shape)
+    throw ValueError("output \"" + output + "\" carries a mask of shape " + g.type(mask).shape.str() + ", but its loss gives per-sample values of shape " +
+                     t.shape.str() + "; a masked loss needs one value per step (a sequence output: (batch, steps, features))");
+  if (g.type(mask).dtype != t.dtype) mask = ops::cast(g, mask, t.dtype);
+  const graph::Value kept = sum_over_all(g, ops::mul(g, per, mask));
+  const graph::Value valid = ops::maximum(g, sum_over_all(g, mask), ops::fill(g, {Shape{}, t.dtype}, 1.0));  // Σ mask is 0 or >= 1
+  return ops::scale(g, ops::div(g, kept, valid), scale);
+}
+
 graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
 }  // namespace
 
@@ -152,7 +167,8 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
   const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
   CallContext ctx(g, train, counter);
   ctx.micro_batches = static_cast<int>(micro_batches);
-  const std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, step.micro_rows));
+  std::vector<graph::Value> masks;  // per output: its mask, or invalid
+  const std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, step.micro_rows), &masks);
   if (kind == StepKind::Predict) {
     for (graph::Value pred : preds) {
       step.outputs.push_back(static_cast<int>(fetches.size()));
@@ -175,7 +191,8 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
         // Keras's "sum_over_batch_size": the mean over every per-sample loss element of the step's
         // batches, so the sum over micro-batches of each one's loss is the step's loss.
         const auto elements = static_cast<double>(g.type(per_output[i]).shape.num_elements()) * static_cast<double>(micro_batches);
-        const graph::Value term = ops::scale(g, sum_over_all(g, per_output[i]), loss_weights[i] / elements);
+        graph::Value term = ops::scale(g, sum_over_all(g, per_output[i]), loss_weights[i] / elements);
+        if (masks[i].valid()) term = masked_loss(g, per_output[i], masks[i], output_name(i), loss_weights[i] / static_cast<double>(micro_batches));
         loss_value = loss_value.valid() ? ops::add(g, loss_value, term) : term;
       }
     }
@@ -202,6 +219,11 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
           graph::ScopeGuard scope(g, output_name(i).append("_loss"));
           add_row_sum(per_output[i]);
         }
+      for (std::size_t i = 0; i < outputs.size(); ++i)
+        if (masks[i].valid() && (several || !metrics[i].empty()))
+          throw ValueError("Model \"" + name + "\": output \"" + output_name(i) + "\" carries a mask (from " + outputs[i].node()->mask_origin +
+                           "); its loss counts only the unmasked steps, but metrics of a masked output are not supported yet: " +
+                           "compile it without metrics (and as the only output), or end the mask before the output");
       for (std::size_t i = 0; i < outputs.size(); ++i)
         for (const std::string& m : metrics[i]) {
           graph::ScopeGuard scope(g, several ? output_name(i).append("_").append(m) : m);

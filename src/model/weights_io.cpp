@@ -24,6 +24,7 @@ std::vector<std::shared_ptr<Layer>> keras_layer_order(const std::vector<Symbol>&
   std::map<const Layer*, int> first_seen;
   std::set<const Node*> finished;
   std::function<void(const Node*)> walk = [&](const Node* n) {
+    n = n->call_node();  // another output of a call stands for the call
     if (finished.count(n)) return;
     if (n->layer) first_seen.try_emplace(n->layer.get(), static_cast<int>(first_seen.size()));
     for (const Symbol& s : n->inputs) walk(s.node().get());
@@ -44,7 +45,10 @@ std::vector<std::shared_ptr<Layer>> keras_layer_order(const std::vector<Symbol>&
       layers[n->layer.get()] = n->layer;
     }
     node_depth[n] = depth;
-    for (const Symbol& s : n->inputs) node_depth[s.node().get()] = std::max(node_depth[s.node().get()], depth + 1);
+    for (const Symbol& s : n->inputs) {
+      const Node* in = s.node()->call_node();
+      node_depth[in] = std::max(node_depth[in], depth + 1);
+    }
   }
   std::vector<std::shared_ptr<Layer>> out;
   for (const auto& [layer, ptr] : layers) out.push_back(ptr);

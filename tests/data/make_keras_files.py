@@ -257,5 +257,51 @@ def main(names):
         print(f"{f.name}: {f.stat().st_size} bytes")
 
 
+# ---- Masks: models whose layers make and consume Keras masks (predictions only) ----
+#   masked_embed  Embedding(mask_zero=True) -> GlobalAveragePooling1D -> Dense (functional), ids
+#                 with trailing zeros as padding
+#   masking       Masking(0.0) -> Dense(tanh) -> GlobalAveragePooling1D -> Dense (Sequential),
+#                 sequences whose padded steps are all zeros
+MASK_MODELS = ["masked_embed", "masking"]
+PREDICT_ONLY += MASK_MODELS
+SEED_ORDER += MASK_MODELS
+_model_without_masks, _data_without_masks = model, data
+LAYERS.update({
+    "embedding_mask_zero": lambda: layers.Embedding(12, 4, mask_zero=True),
+    "masking": lambda: layers.Masking(0.5),
+})
+
+
+def masked_model(name):
+    if name == "masked_embed":
+        x = keras.Input((6,), dtype="int32")
+        e = layers.Embedding(12, 4, mask_zero=True)(x)
+        m = keras.Model(x, layers.Dense(3)(layers.GlobalAveragePooling1D()(e)), name="masked_embed")
+    else:
+        m = keras.Sequential([keras.Input((5, 3)), layers.Masking(0.0), layers.Dense(4, activation="tanh"),
+                              layers.GlobalAveragePooling1D(), layers.Dense(3)], name="masking")
+    m.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def masked_data(name, m, rng, n):
+    steps = m.input_shape[1]
+    lengths = rng.integers(1, steps + 1, size=(n,))  # every row keeps at least one step
+    keep = np.arange(steps)[None, :] < lengths[:, None]
+    if name == "masked_embed":
+        x = (rng.integers(1, 12, size=(n, steps)) * keep).astype("int32")
+    else:
+        x = (rng.standard_normal((n, steps, 3)) * keep[:, :, None]).astype("float32")
+    return x, rng.integers(0, 3, size=(n,)).astype("int32")
+
+
+def model(name):  # noqa: F811 (the models above, and the masked ones)
+    return masked_model(name) if name in MASK_MODELS else _model_without_masks(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return masked_data(name, m, rng, n) if name in MASK_MODELS else _data_without_masks(name, m, rng, n)
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -9,14 +9,22 @@ namespace tandem::layers {
 
 struct EmbeddingOptions {
   std::string embeddings_initializer = "uniform";  // RandomUniform(−0.05, 0.05), as Keras
+  // Id 0 is padding: the output carries a mask (batch, steps) that is 0 where the id is 0, which
+  // layers after it respect (GlobalAveragePooling1D, MultiHeadAttention, recurrent layers, the
+  // loss); docs/custom-layers.md, "Masks".
+  bool mask_zero = false;
   std::string name{};
 };
 // Maps integer ids (any shape) to rows of the weight `embeddings` (input_dim, output_dim): output
 // shape ids.shape + (output_dim). Float ids are truncated to int32 first, as Keras does. An id
 // outside [0, input_dim) makes fit/evaluate/predict (or any step) throw tandem::ValueError naming
-// the layer, the id and its position in the batch; nothing is clamped. Keras's mask_zero is not
-// supported (Tandem has no mask propagation).
+// the layer, the id and its position in the batch; nothing is clamped.
 LayerRef Embedding(int64_t input_dim, int64_t output_dim, const EmbeddingOptions& options = {});
+
+// Marks as padding the steps of x (batch, steps, features) whose features all equal mask_value:
+// those steps come out as zeros, and the output carries a mask (batch, steps) of the others, as
+// Keras's Masking does.
+LayerRef Masking(double mask_value = 0.0, const std::string& name = "");
 
 // Elementwise sum / product of a list of inputs (at least one) of one dtype whose shapes broadcast
 // (NumPy rules, like Keras's merge layers): called as Add()({a, b}).
