@@ -74,21 +74,24 @@ class BidirectionalLayer : public Layer {
     build_sublayer(backward_, {in.at(0)});
   }
 
-  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
-    const std::vector<graph::Value> out = emit_all(ctx, inputs);
-    if (out.size() > 1)
-      throw ValueError(who() + ": has " + std::to_string(out.size()) + " outputs (" +
-                       (merge_mode_.empty() ? "merge_mode None" : "return_state=True") + "); call .outputs(x) to get them all");
-    return out[0];
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override { return emit_outputs(ctx, inputs).at(0); }
+  CallKeywordInputs keyword_inputs() const override { return {1, "initial_state"}; }
+  // As Keras: sequence outputs keep the input's mask (both with merge_mode None); the rest none.
+  std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>&,
+                                              const std::vector<graph::Value>& outputs) override {
+    std::vector<graph::Value> masks(outputs.size());
+    if (forward_->args().options.return_sequences) masks[0] = ctx.input_mask(0);
+    if (forward_->args().options.return_sequences && merge_mode_.empty()) masks[1] = ctx.input_mask(0);
+    return masks;
   }
 
-  std::vector<graph::Value> emit_all(CallContext& ctx, const std::vector<graph::Value>& inputs) {
+  std::vector<graph::Value> emit_outputs(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
     const std::size_t states = static_cast<std::size_t>(forward_->state_count());
     if (inputs.size() != 1 && inputs.size() != 1 + 2 * states)
       throw ValueError(who() + ": expected the sequence alone or the sequence and " + std::to_string(2 * states) +
                        " initial states (the forward layer's, then the backward one's), got " + std::to_string(inputs.size()) + " inputs");
     const auto first = inputs.begin() + 1, middle = first + static_cast<std::ptrdiff_t>(inputs.size() > 1 ? states : 0);
-    const graph::Value mask{};
+    const graph::Value mask = ctx.input_mask(0);
     const RecurrentLayer::Run f = forward_->run(ctx, inputs[0], {first, middle}, mask);
     const RecurrentLayer::Run b = backward_->run(ctx, inputs[0], {middle, inputs.end()}, mask);
     const bool sequences = forward_->args().options.return_sequences;

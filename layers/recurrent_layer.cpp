@@ -76,22 +76,23 @@ void RecurrentLayer::build(const std::vector<Shape>& in) {
   }
 }
 
-graph::Value RecurrentLayer::emit(CallContext& ctx, const std::vector<graph::Value>& inputs) {
-  if (args_.options.return_state)
-    throw ValueError(who() + ": has " + std::to_string(1 + state_count()) + " outputs (return_state=True); call .outputs(x) to get them all");
-  return emit_all(ctx, inputs)[0];
-}
-
-std::vector<graph::Value> RecurrentLayer::emit_all(CallContext& ctx, const std::vector<graph::Value>& inputs) {
+std::vector<graph::Value> RecurrentLayer::emit_outputs(CallContext& ctx, const std::vector<graph::Value>& inputs) {
   const std::size_t states = static_cast<std::size_t>(state_count());
   if (inputs.size() != 1 && inputs.size() != 1 + states)
     throw ValueError(who() + ": expected the sequence alone or the sequence and " + std::to_string(states) + " initial state" +
                      (states > 1 ? "s (h, c)" : " (h)") + ", got " + std::to_string(inputs.size()) + " inputs");
   const std::vector<graph::Value> initial(inputs.begin() + 1, inputs.end());
-  const Run r = run(ctx, inputs[0], initial, graph::Value{});
+  const Run r = run(ctx, inputs[0], initial, ctx.input_mask(0));
   std::vector<graph::Value> out{args_.options.return_sequences ? r.sequence : r.states[0]};
   if (args_.options.return_state) out.insert(out.end(), r.states.begin(), r.states.end());
   return out;
+}
+
+std::vector<graph::Value> RecurrentLayer::emit_output_masks(CallContext& ctx, const std::vector<graph::Value>&,
+                                                            const std::vector<graph::Value>& outputs) {
+  std::vector<graph::Value> masks(outputs.size());
+  if (args_.options.return_sequences) masks[0] = ctx.input_mask(0);
+  return masks;
 }
 
 RecurrentLayer::Run RecurrentLayer::run(CallContext& ctx, graph::Value x, const std::vector<graph::Value>& initial, graph::Value mask) {

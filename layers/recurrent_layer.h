@@ -38,9 +38,15 @@ class RecurrentLayer : public Layer {
 
   std::string config_json() const override;
   void build(const std::vector<Shape>& in) override;
-  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override;
-  // Every output of a call: the sequence or the last output, then the final states with return_state.
-  std::vector<graph::Value> emit_all(CallContext& ctx, const std::vector<graph::Value>& inputs);
+  // Every output of a call: the sequence or the last output, then the final states with
+  // return_state. The call's inputs are the sequence, then optional initial states (Keras's
+  // initial_state keyword); a mask on the sequence makes masked steps carry the states over.
+  std::vector<graph::Value> emit_outputs(CallContext& ctx, const std::vector<graph::Value>& inputs) override;
+  graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override { return emit_outputs(ctx, inputs).at(0); }
+  CallKeywordInputs keyword_inputs() const override { return {1, "initial_state"}; }
+  // As Keras: the sequence output keeps the input's mask; the last output and the states have none.
+  std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>& inputs,
+                                              const std::vector<graph::Value>& outputs) override;
 
   // Runs the sequence x (batch, steps, features) from `initial` states (empty: zeros); `mask`
   // (batch, steps), or invalid for none.

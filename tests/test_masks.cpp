@@ -205,3 +205,37 @@ TEST_CASE("masks: the loss of a masked output counts the unmasked steps only (Ke
                                       Tensor::from({2, 3, 1}, std::span<const double>(target)).cast(DType::F32), {.verbose = 0}); })
             .find("metrics of a masked output are not supported yet") != std::string::npos);
 }
+
+TEST_CASE("masks: recurrent layers carry their states over masked steps, so a padded batch trains as its rows unpadded") {
+  SUBCASE("LSTM, last output") {
+    tandem::set_random_seed(5);
+    const auto emb = tl::Embedding(10, 4, {.mask_zero = true});
+    const auto lstm = tl::LSTM(5);
+    const auto out = tl::Dense(3);
+    check_padding_changes_nothing([&](const Symbol& ids) { return out(lstm(emb(ids))); });
+  }
+  SUBCASE("GRU sequences into GlobalAveragePooling1D (the mask passes through the GRU)") {
+    tandem::set_random_seed(6);
+    const auto emb = tl::Embedding(10, 4, {.mask_zero = true});
+    const auto gru = tl::GRU(5, {.return_sequences = true});
+    const auto pool = tl::GlobalAveragePooling1D();
+    const auto out = tl::Dense(3);
+    check_padding_changes_nothing([&](const Symbol& ids) { return out(pool(gru(emb(ids)))); });
+  }
+  SUBCASE("GRU without reset_after, SimpleRNN going backwards") {
+    tandem::set_random_seed(7);
+    const auto emb = tl::Embedding(10, 4, {.mask_zero = true});
+    const auto gru = tl::GRU(4, {.reset_after = false, .return_sequences = true});
+    const auto rnn = tl::SimpleRNN(3, {.go_backwards = true});
+    const auto out = tl::Dense(3);
+    check_padding_changes_nothing([&](const Symbol& ids) { return out(rnn(gru(emb(ids)))); });
+  }
+  SUBCASE("Bidirectional LSTM: the backward direction starts at each row's last real step") {
+    tandem::set_random_seed(8);
+    const auto emb = tl::Embedding(10, 4, {.mask_zero = true});
+    const auto bi = tl::Bidirectional(tl::LSTM(3, {.return_sequences = true}));
+    const auto pool = tl::GlobalAveragePooling1D();
+    const auto out = tl::Dense(3);
+    check_padding_changes_nothing([&](const Symbol& ids) { return out(pool(bi(emb(ids)))); });
+  }
+}

@@ -147,3 +147,32 @@ TEST_CASE("recurrent layers: an LSTM stage under Pipeline on 2 devices ends five
   const auto mirrored = five_steps(dist::Mirrored(cpus(2)));
   CHECK(max_relative_difference(mirrored, reference, 1e-3) <= 1e-5);
 }
+
+TEST_CASE("recurrent layers: return_state gives the states as more outputs, and initial states are inputs") {
+  tandem::set_random_seed(9);
+  auto x = tandem::Input({5, 3});
+  auto lstm = tl::LSTM(4, {.return_sequences = true, .return_state = true, .name = "lstm_states"});
+  const std::vector<tandem::Symbol> outs = lstm.outputs(x);
+  REQUIRE(outs.size() == 3);
+  CHECK(outs[0].shape() == Shape{-1, 5, 4});
+  CHECK(outs[1].shape() == Shape{-1, 4});
+  CHECK(outs[2].shape() == Shape{-1, 4});
+  CHECK_THROWS_WITH_AS(lstm(x), doctest::Contains("LSTM \"lstm_states\": its call has 3 outputs"), tandem::ValueError);
+
+  // The final h is the sequence's last step; a GRU started from given zeros equals one started
+  // from its own; started from the LSTM's final state it differs.
+  auto gru = tl::GRU(4, {.name = "gru_from_state"});
+  auto h0 = tandem::Input({4});
+  auto from_state = gru({x, outs[1]});
+  auto from_input = gru({x, h0});
+  auto from_zeros = gru(x);
+  tandem::Model model({x, h0}, {outs[0], outs[1], from_state, from_input, from_zeros});
+  const Tensor xs = random_sequences(3, 5, 3, 11);
+  const std::vector<Tensor> y = model.predict({xs, Tensor::from(Shape{3, 4}, std::vector<float>(12, 0.0f))});
+  const std::vector<double> seq = values(y[0]), h = values(y[1]);
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t j = 0; j < 4; ++j) CHECK(h[static_cast<std::size_t>(b * 4 + j)] == seq[static_cast<std::size_t>((b * 5 + 4) * 4 + j)]);
+  CHECK(max_relative_difference({y[3]}, {y[4]}) == 0.0);
+  CHECK(max_relative_difference({y[2]}, {y[4]}) > 1e-3);
+  CHECK_THROWS_WITH_AS(gru({x, h0, h0}), doctest::Contains("expected the sequence alone or the sequence and 1 initial state"), tandem::ValueError);
+}
