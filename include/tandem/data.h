@@ -101,4 +101,19 @@ RowMapper cast(DType dtype);
 // (N, num_classes). An id outside [0, num_classes) is a ValueError naming it and its index.
 Tensor to_categorical(const Tensor& ids, int64_t num_classes);
 
+// The arguments of pad_sequences, with keras.utils.pad_sequences's names and defaults.
+struct PadSequencesOptions {
+  int64_t maxlen = 0;              // the row length; 0: the longest sequence's (Keras's None)
+  DType dtype = DType::I32;
+  std::string padding = "pre";     // where short sequences get `value`: "pre" (before) or "post"
+  std::string truncating = "pre";  // which end of a long sequence is cut: "pre" keeps its last maxlen ids
+  double value = 0;                // for I32 and I64 a whole number within the type's range
+};
+// Sequences of ids (token ids of texts, say) as one tensor (n, maxlen), as
+// keras.utils.pad_sequences: each row holds its sequence, padded with `value` or truncated to
+// maxlen as the options say. An empty sequence gives a row of `value`; no sequences give (0, maxlen).
+// ValueError naming the argument for a negative maxlen, an unknown padding or truncating, or a value
+// the dtype cannot hold.
+Tensor pad_sequences(const std::vector<std::vector<int32_t>>& sequences, const PadSequencesOptions& options = {});
+
 }  // namespace tandem

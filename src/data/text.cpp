@@ -35,9 +35,8 @@ std::string read_file(const fs::path& path) {
   return std::move(buffer).str();
 }
 
-}  // namespace
-
-std::string fortunes(const std::string& dir) {
+// The fortune files of `dir`, sorted by name (directory order varies between file systems).
+std::vector<fs::path> fortune_files(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(missing_package("missing directory " + dir));
   std::vector<fs::path> files;
@@ -45,14 +44,43 @@ std::string fortunes(const std::string& dir) {
     if (is_fortune_file(entry)) files.push_back(entry.path());
   if (ec) throw Error("text::fortunes: cannot list " + dir + ": " + ec.message());
   if (files.empty()) throw Error(missing_package("no fortune files in " + dir));
-  std::sort(files.begin(), files.end());  // directory order varies between file systems
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+std::string fortunes(const std::string& dir) {
   std::string corpus;
-  for (const fs::path& path : files) {
+  for (const fs::path& path : fortune_files(dir)) {
     corpus += read_file(path);
     // Files end with a newline; make sure one file's last line never runs into the next one's first.
     if (!corpus.empty() && corpus.back() != '\n') corpus += '\n';
   }
   return corpus;
+}
+
+std::vector<Fortune> fortune_list(const std::string& dir) {
+  std::vector<Fortune> list;
+  for (const fs::path& path : fortune_files(dir)) {
+    const std::string contents = read_file(path), name = path.filename().string();
+    std::string text;
+    std::size_t pos = 0;
+    while (pos < contents.size()) {
+      std::size_t end = contents.find('\n', pos);
+      if (end == std::string::npos) end = contents.size();
+      const std::string_view line(contents.data() + pos, end - pos);
+      if (line == "%") {
+        if (!text.empty()) list.push_back({name, std::move(text)});
+        text.clear();
+      } else {
+        text.append(line).push_back('\n');
+      }
+      pos = end + 1;
+    }
+    if (!text.empty()) list.push_back({name, std::move(text)});  // a last fortune without its '%'
+  }
+  return list;
 }
 
 std::string plain_ascii(std::string_view raw) {
