@@ -420,6 +420,8 @@ TEST_CASE("model save: every registered layer class rebuilds from its config") {
       tl::Dropout(0.5),
       tl::InputLayer({4, 5}),
       tl::Embedding(7, 3, {.embeddings_initializer = "glorot_normal"}),
+      tl::Embedding(7, 3, {.mask_zero = true}),
+      tl::Masking(0.25),
       tl::Add(),
       tl::Multiply(),
       tl::Concatenate({.axis = -2}),
