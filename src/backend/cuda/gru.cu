@@ -6,6 +6,8 @@
 // then a GEMM for gates z and r, a small kernel for r and a = r·h_{s−1}, a GEMM a·U_h, and the
 // step kernel. The gradient mirrors that: the step kernel's dZ_h gives da by a GEMM with U_hᵀ, a
 // second kernel turns da into dZ_r and its share of dh, and then the GEMM of gates z and r follows.
+#include <optional>
+
 #include "backend/cuda/recurrent.cuh"
 
 namespace tandem::backend::cuda {
@@ -106,8 +108,9 @@ KernelFn make_gru(const KernelInit& k) {
   const recurrent::Scratch<T> scratch(ctx, {z.batch * kGates * z.units, copies * z.states(), reset_after ? 0 : z.states()}, label);
   T *zbuf = scratch.part(0), *hs = scratch.part(1), *a_operand = scratch.part(2);
   const Gemm gemm = recurrent::step_product<T>(k, z, 0, gates, scale != nullptr, hs, u, zbuf);
-  // Without reset_after: (r·h_{s−1}·scale_h)·U_h into zbuf's h block. Not run with reset_after.
-  const Gemm candidate_gemm = recurrent::step_product<T>(k, z, kCandidate, 1, false, a_operand, u, zbuf);
+  // Without reset_after: (r·h_{s−1}·scale_h)·U_h into zbuf's h block.
+  std::optional<Gemm> candidate_gemm;
+  if (!reset_after) candidate_gemm.emplace(recurrent::step_product<T>(k, z, kCandidate, 1, false, a_operand, u, zbuf));
   const unsigned grid = blocks_for(z.states(), ctx);
   return [=] {
     (void)scratch;  // held for the closure's lifetime
@@ -119,7 +122,7 @@ KernelFn make_gru(const KernelInit& k) {
       if (!reset_after) {
         gru_reset_kernel<<<grid, kBlock, 0, st>>>(z, s, reserve, a_operand, xw, mask, scale, zbuf);
         check_launch(label);
-        candidate_gemm.run();
+        candidate_gemm->run();
       }
       gru_step_kernel<<<grid, kBlock, 0, st>>>(z, s, reset_after, y, h, reserve, hs, copies, xw, rb, mask, scale, zbuf);
       check_launch(label);
@@ -240,8 +243,9 @@ KernelFn make_gru_grad(const KernelInit& k) {
   // Gates z and r (and h with reset_after): unscaled, dZ·Uᵀ is added into dh_carry; scaled, each
   // gate's product goes to p, which the next step's kernel scales and adds.
   const Gemm step_gemm = recurrent::step_product_grad<T>(k, z, 0, gates, scaled, dz, u, scaled ? p : dh_carry, scaled ? 0.0 : 1.0);
-  // Without reset_after: da = dZ_h·U_hᵀ. Not run with reset_after.
-  const Gemm candidate_gemm = recurrent::step_product_grad<T>(k, z, kCandidate, 1, false, dz, u, da, 0.0);
+  // Without reset_after: da = dZ_h·U_hᵀ.
+  std::optional<Gemm> candidate_gemm;
+  if (!reset_after) candidate_gemm.emplace(recurrent::step_product_grad<T>(k, z, kCandidate, 1, false, dz, u, da, 0.0));
   const Gemm kernel_gemm =
       recurrent::kernel_product<T>(k, z, per_gate_rows ? gate_rows : reserve + kHPrev * n, kSlots * n, per_gate_rows, dz_all, du);
   const unsigned grid = blocks_for(z.states(), ctx), rows_grid = blocks_for(kGates * rows * n, ctx), bias_grid = blocks_for(width, ctx);
@@ -254,7 +258,7 @@ KernelFn make_gru_grad(const KernelInit& k) {
       gru_grad_step_kernel<<<grid, kBlock, 0, st>>>(z, s, reset_after, dxw, dz, dz_all, dh_carry, dy_carry, dy, mask, reserve, scale, p);
       check_launch(label);
       if (!reset_after) {
-        candidate_gemm.run();
+        candidate_gemm->run();
         gru_grad_reset_kernel<<<grid, kBlock, 0, st>>>(z, s, dxw, dz, dz_all, dh_carry, da, mask, reserve, scale);
         check_launch(label);
       }

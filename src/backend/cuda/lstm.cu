@@ -141,21 +141,21 @@ KernelFn make_lstm_grad(const KernelInit& k) {
     };
   }
   const bool scaled = scale != nullptr;
-  const recurrent::Scratch<T> scratch(
-      ctx, {z.states(), z.states(), z.states(), z.batch * kGates * n, z.batch * z.steps * kGates * n, scaled ? kGates * z.states() : 0}, label);
+  const int64_t rows = z.batch * z.steps;
+  const recurrent::Scratch<T> scratch(ctx,
+                                      {z.states(), z.states(), z.states(), z.batch * kGates * n, rows * kGates * n,
+                                       scaled ? kGates * z.states() : 0, scaled ? kGates * rows * n : 0},
+                                      label);
   T *dh_carry = scratch.part(0), *dc_carry = scratch.part(1), *dy_carry = scratch.part(2), *dz = scratch.part(3), *dz_all = scratch.part(4),
-    *p = scratch.part(5);
+    *p = scratch.part(5), *scaled_rows = scratch.part(6);
   // Unscaled, the GEMM adds dZ_s·Uᵀ into dh_carry; scaled, it writes each gate's product into p.
   const Gemm step_gemm = recurrent::step_product_grad<T>(k, z, 0, kGates, scaled, dz, u, scaled ? p : dh_carry, scaled ? 0.0 : 1.0);
   // drecurrent_kernel: unscaled, the h_{s−1} slot of the reserve is the GEMM's operand as it is
   // (batch·steps rows, kSlots·units apart); scaled, rows holds one scaled copy per gate.
-  const recurrent::Scratch<T> rows_scratch(ctx, {scaled ? kGates * z.batch * z.steps * n : 0}, label);
-  T* scaled_rows = rows_scratch.part(0);
   const Gemm kernel_gemm = recurrent::kernel_product<T>(k, z, scaled ? scaled_rows : reserve + kHPrev * n, kSlots * n, scaled, dz_all, du);
-  const unsigned grid = blocks_for(z.states(), ctx), rows_grid = blocks_for(kGates * z.batch * z.steps * n, ctx);
+  const unsigned grid = blocks_for(z.states(), ctx), rows_grid = blocks_for(kGates * rows * n, ctx);
   return [=] {
     (void)scratch;  // held for the closure's lifetime
-    (void)rows_scratch;
     recurrent::copy(dh_carry, dh, z.states(), st, label);
     recurrent::copy(dc_carry, dc, z.states(), st, label);
     recurrent::zero(dy_carry, z.states(), st, label);
