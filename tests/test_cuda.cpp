@@ -7,12 +7,19 @@
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 #include <tuple>
 
+#include "autodiff/autodiff.h"
 #include "backend/device.h"
 #include "backend/kernel_registry.h"
+#include "distribute/strategy.h"
+#include "ops/ops.h"
+#include "ops/recurrent.h"
+#include "runtime/executable.h"
 #include "tests/strategy_helpers.h"
 
 namespace tl = tandem::layers;
@@ -114,6 +121,108 @@ void check_same(const Trained& gpu, const Trained& cpu, double tolerance) {
     REQUIRE(gpu.history.count(key));
     for (std::size_t e = 0; e < values.size(); ++e) CHECK(gpu.history.at(key)[e] == doctest::Approx(values[e]).epsilon(tolerance));
   }
+}
+
+// One op's graph on float64 placeholders, run on the CPU and on gpu:0 with the same values: the
+// op's outputs and the gradients of a weighted sum of them (so every output's gradient op runs
+// too) must agree within 1e-10 of their largest magnitude (only the order of summation differs).
+class DeviceComparison {
+ public:
+  tandem::graph::Graph g;
+
+  tandem::graph::Value uniform(const tandem::Shape& s, double lo, double hi) {
+    std::uniform_real_distribution<double> u(lo, hi);
+    std::vector<double> x(static_cast<std::size_t>(s.num_elements()));
+    for (double& v : x) v = u(rng_);
+    return given(s, std::move(x));
+  }
+  tandem::graph::Value given(const tandem::Shape& s, std::vector<double> x) {
+    const std::string name = "in" + std::to_string(inputs_.size());
+    inputs_.push_back({g.placeholder(name, {s, DType::F64}), name, std::move(x)});
+    return inputs_.back().value;
+  }
+
+  // Compares `outputs` and their weighted sum's gradients with respect to `wrt` between the devices.
+  void check(const std::vector<tandem::graph::Value>& outputs, const std::vector<tandem::graph::Value>& wrt) {
+    tandem::graph::Value loss;
+    for (const tandem::graph::Value y : outputs) {
+      const tandem::Shape shape = g.type(y).shape;
+      std::vector<int64_t> axes(static_cast<std::size_t>(shape.rank()));
+      for (int i = 0; i < shape.rank(); ++i) axes[static_cast<std::size_t>(i)] = i;
+      const auto term = tandem::ops::reduce_sum(g, tandem::ops::mul(g, y, uniform(shape, -1, 1)), axes);
+      loss = loss.valid() ? tandem::ops::add(g, loss, term) : term;
+    }
+    std::vector<tandem::graph::Value> fetches = outputs;
+    for (const tandem::graph::Value d : tandem::autodiff::gradients(g, loss, wrt)) {
+      REQUIRE(d.valid());
+      fetches.push_back(d);
+    }
+    const auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+    const auto cpu = run(plan, "cpu:0", fetches), gpu = run(plan, "gpu:0", fetches);
+    for (std::size_t f = 0; f < fetches.size(); ++f) {
+      double worst = 0, scale = 1e-8;
+      for (std::size_t i = 0; i < cpu[f].size(); ++i)
+        worst = std::max(worst, std::abs(gpu[f][i] - cpu[f][i])), scale = std::max(scale, std::abs(cpu[f][i]));
+      INFO((f < outputs.size() ? "output " + std::to_string(f) : "gradient " + std::to_string(f - outputs.size()))
+           << ": max difference " << worst << ", max |value| " << scale);
+      CHECK(worst / scale <= 1e-10);
+    }
+  }
+
+ private:
+  struct Input {
+    tandem::graph::Value value;
+    std::string name;
+    std::vector<double> x;
+  };
+
+  std::vector<std::vector<double>> run(const std::shared_ptr<const tandem::compile::Plan>& plan, const std::string& device,
+                                       const std::vector<tandem::graph::Value>& fetches) {
+    tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device(device)},
+                                    [](int, int) -> void* { return nullptr; });
+    for (const Input& in : inputs_)
+      if (void* p = exe.feed(0, in.name)) exe.device(0).copy_in(p, in.x.data(), in.x.size() * sizeof(double));
+    exe.run();
+    std::vector<std::vector<double>> got;
+    for (std::size_t f = 0; f < fetches.size(); ++f) {
+      got.emplace_back(static_cast<std::size_t>(g.type(fetches[f]).shape.num_elements()));
+      exe.copy_fetch(0, static_cast<int>(f), got.back().data(), got.back().size() * sizeof(double));
+    }
+    return got;
+  }
+
+  std::mt19937_64 rng_{12};
+  std::vector<Input> inputs_;
+};
+
+// The variations every recurrent op is compared in.
+struct RecurrentCase {
+  const char* name;
+  bool go_backwards, masked, zero_output, scaled;
+  const char* activation;
+};
+const RecurrentCase kRecurrentCases[] = {
+    {"plain", false, false, false, false, "tanh"},
+    {"go_backwards, masked", true, true, false, false, "tanh"},
+    {"masked, zero_output_for_mask, recurrent_scale", false, true, true, true, "tanh"},
+    {"go_backwards, masked, recurrent_scale, relu", true, true, false, true, "relu"},
+};
+constexpr int64_t kBatch = 3, kSteps = 5, kUnits = 3;
+
+// Row 0 runs every step; row 1 skips its first step (the output repeats the initial 0, not h0)
+// and one in the middle; row 2 skips its last steps (the final states come from earlier).
+tandem::graph::Value recurrent_mask(DeviceComparison& c, bool masked) {
+  std::vector<double> m(kBatch * kSteps, 1.0);
+  if (masked) m[5] = m[7] = m[13] = m[14] = 0.0;
+  return c.given({kBatch, kSteps}, m);
+}
+
+tandem::ops::RecurrentAttrs recurrent_attrs(const RecurrentCase& rc) {
+  tandem::ops::RecurrentAttrs a;
+  a.activation = rc.activation;
+  a.go_backwards = rc.go_backwards;
+  a.zero_output_for_mask = rc.zero_output;
+  return a;
 }
 
 }  // namespace
@@ -228,4 +337,44 @@ TEST_CASE("cuda: Mirrored, Pipeline and ModelSplit over two logical GPUs equal D
     CHECK(max_relative_difference(train_transformer(dist::Pipeline(gpus, {.micro_batches = 2})), single) <= 1e-5);
   }
   SUBCASE("ModelSplit") { CHECK(max_relative_difference(train_transformer(dist::ModelSplit(gpus)), single) <= 1e-5); }
+}
+
+TEST_CASE("cuda: lstm and lstm_grad on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  for (const RecurrentCase& rc : kRecurrentCases) {
+    INFO(rc.name);
+    DeviceComparison c;
+    const auto xw = c.uniform({kBatch, kSteps, 4 * kUnits}, -1, 1), h0 = c.uniform({kBatch, kUnits}, -1, 1),
+               c0 = c.uniform({kBatch, kUnits}, -1, 1), u = c.uniform({kUnits, 4 * kUnits}, -0.8, 0.8);
+    const auto scale = rc.scaled ? c.uniform({kBatch, 4, kUnits}, 0, 2) : tandem::graph::Value{};
+    const auto r = tandem::ops::lstm(c.g, xw, h0, c0, u, recurrent_mask(c, rc.masked), scale, recurrent_attrs(rc));
+    c.check({r.y, r.h, r.c}, {xw, h0, c0, u});
+  }
+}
+
+TEST_CASE("cuda: gru and gru_grad, reset_after both ways, on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  for (const bool reset_after : {true, false})
+    for (const RecurrentCase& rc : kRecurrentCases) {
+      INFO(rc.name << ", reset_after " << reset_after);
+      DeviceComparison c;
+      const auto xw = c.uniform({kBatch, kSteps, 3 * kUnits}, -1, 1), h0 = c.uniform({kBatch, kUnits}, -1, 1),
+                 u = c.uniform({kUnits, 3 * kUnits}, -0.8, 0.8), bias = c.uniform({3 * kUnits}, -0.5, 0.5);
+      const auto scale = rc.scaled ? c.uniform({kBatch, 3, kUnits}, 0, 2) : tandem::graph::Value{};
+      const auto r = tandem::ops::gru(c.g, xw, h0, u, bias, recurrent_mask(c, rc.masked), scale, recurrent_attrs(rc), reset_after);
+      c.check({r.y, r.h}, {xw, h0, u, bias});
+    }
+}
+
+TEST_CASE("cuda: simple_rnn and simple_rnn_grad on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  for (const RecurrentCase& rc : kRecurrentCases) {
+    INFO(rc.name);
+    DeviceComparison c;
+    const auto xw = c.uniform({kBatch, kSteps, kUnits}, -1, 1), h0 = c.uniform({kBatch, kUnits}, -1, 1),
+               u = c.uniform({kUnits, kUnits}, -0.8, 0.8);
+    const auto scale = rc.scaled ? c.uniform({kBatch, 1, kUnits}, 0, 2) : tandem::graph::Value{};
+    const auto r = tandem::ops::simple_rnn(c.g, xw, h0, u, recurrent_mask(c, rc.masked), scale, recurrent_attrs(rc));
+    c.check({r.y, r.h}, {xw, h0, u});
+  }
 }

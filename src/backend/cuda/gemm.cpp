@@ -57,10 +57,11 @@ struct Gemm::Plan {
     if (op) cublasLtMatmulDescDestroy(op);
   }
 
-  // A column-major (rows, cols) matrix, packed, repeated `batch` times `stride` elements apart.
-  cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch, int64_t stride) const {
+  // A column-major (rows, cols) matrix whose columns start `ld` elements apart (0: packed),
+  // repeated `batch` times `stride` elements apart.
+  cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) const {
     cublasLtMatrixLayout_t l = nullptr;
-    check_blas(cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows),
+    check_blas(cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld > 0 ? ld : rows),
                "cublasLtMatrixLayoutCreate", label);
     if (batch > 1) {
       const int32_t count = static_cast<int32_t>(batch);
@@ -84,9 +85,12 @@ struct Gemm::Plan {
     cublasLtMatmulPreference_t pref = nullptr;
     check_blas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", label);
     const uint64_t max_workspace = workspace_bytes;
-    const auto stride_bytes = [&](int64_t stride) { return s.batch > 1 ? stride * static_cast<int64_t>(elem) : int64_t{0}; };
-    const uint32_t align_first = alignment(b, stride_bytes(s.b_stride)), align_second = alignment(a, stride_bytes(s.a_stride)),
-                   align_out = alignment(c, stride_bytes(s.c_stride));
+    // A row other than the first starts ld elements further on: that offset bounds the alignment too.
+    const auto stride_bytes = [&](int64_t stride, int64_t ld) {
+      return (s.batch > 1 ? stride * static_cast<int64_t>(elem) : int64_t{0}) | ld * static_cast<int64_t>(elem);
+    };
+    const uint32_t align_first = alignment(b, stride_bytes(s.b_stride, s.ldb)), align_second = alignment(a, stride_bytes(s.a_stride, s.lda)),
+                   align_out = alignment(c, stride_bytes(s.c_stride, s.ldc));
     const struct {
       cublasLtMatmulPreferenceAttributes_t attr;
       const void* value;
@@ -134,6 +138,7 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
   if (s.k == 0) {  // an empty sum: op(A)·op(B) is zero, which cuBLASLt does not take as a shape
     if (s.beta == 1) return;
     if (s.beta != 0) throw Error(label + ": a GEMM with an empty inner dimension supports beta 0 or 1 only");
+    if (s.ldc > 0 && s.ldc != s.n) throw Error(label + ": a GEMM with an empty inner dimension supports a packed C only");
     p.kind = Plan::Kind::Zero;
     p.zero_width = static_cast<std::size_t>(s.m * s.n) * elem;
     p.zero_pitch = s.batch > 1 ? static_cast<std::size_t>(s.c_stride) * elem : p.zero_width;
@@ -153,9 +158,10 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
   p.set_op(CUBLASLT_MATMUL_DESC_TRANSA, s.transpose_b);
   p.set_op(CUBLASLT_MATMUL_DESC_TRANSB, s.transpose_a);
   // Stored shapes, column-major: B is (n, k) or, transposed, (k, n); A is (k, m) or (m, k); C is (n, m).
-  p.first = p.layout(type, s.transpose_b ? s.k : s.n, s.transpose_b ? s.n : s.k, s.batch, s.b_stride);
-  p.second = p.layout(type, s.transpose_a ? s.m : s.k, s.transpose_a ? s.k : s.m, s.batch, s.a_stride);
-  p.out = p.layout(type, s.n, s.m, s.batch, s.c_stride);
+  // A row-major matrix with row stride ld is, read column-major, its transpose with column stride ld.
+  p.first = p.layout(type, s.transpose_b ? s.k : s.n, s.transpose_b ? s.n : s.k, s.ldb, s.batch, s.b_stride);
+  p.second = p.layout(type, s.transpose_a ? s.m : s.k, s.transpose_a ? s.k : s.m, s.lda, s.batch, s.a_stride);
+  p.out = p.layout(type, s.n, s.m, s.ldc, s.batch, s.c_stride);
   p.choose_algorithm(s, elem);
 }
 

@@ -12,13 +12,16 @@
 
 namespace tandem::backend::cuda {
 
-// op(A) is (m, k), op(B) is (k, n) and C is (m, n), each row-major and packed; item i of a batch
-// starts a_stride, b_stride and c_stride elements after item i − 1.
+// op(A) is (m, k), op(B) is (k, n) and C is (m, n), each row-major; item i of a batch starts
+// a_stride, b_stride and c_stride elements after item i − 1. A matrix is packed unless its lda,
+// ldb or ldc (elements from one stored row to the next) says otherwise: a block of columns of a
+// wider matrix, such as one gate's slice of a recurrent kernel, is then an operand in place.
 struct GemmShape {
   bool transpose_a = false, transpose_b = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1, a_stride = 0, b_stride = 0, c_stride = 0;
-  double beta = 0;  // 0 overwrites C; 1 adds the product to it
+  int64_t lda = 0, ldb = 0, ldc = 0;  // 0: packed. k = 0 (C set to zero by a memset) needs a packed C
+  double beta = 0;                    // 0 overwrites C; 1 adds the product to it
 };
 
 class Gemm {
