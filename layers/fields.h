@@ -228,6 +228,14 @@ Field<Args> batch_shape(const char* key, Get get, const char* old_key = nullptr)
           nullptr};
 }
 
+// A field that is read but not written: Keras accepts the argument and leaves it out of the config
+// it writes (SimpleRNN's seed).
+template <class Args>
+Field<Args> read_only(Field<Args> f) {
+  f.write = nullptr;
+  return f;
+}
+
 template <class Args>
 class Fields {
  public:
@@ -242,7 +250,8 @@ class Fields {
   // Every field's key and value, in the table's order.
   Json write(const Args& a) const {
     Json args = Json::object();
-    for (const Field<Args>& f : fields_) args[f.key] = f.write(a);
+    for (const Field<Args>& f : fields_)
+      if (f.write) args[f.key] = f.write(a);
     return args;
   }
   // The layer's config: Keras's leading keys (name, trainable, dtype), then write(a).

@@ -15,7 +15,7 @@ using A = RecurrentArgs;
 constexpr uint64_t kInputMaskStream = 0, kRecurrentMaskStream = 1;
 }  // namespace
 
-std::vector<Field<A>> recurrent_fields(std::vector<Field<A>> cell) {
+std::vector<Field<A>> recurrent_fields(std::vector<Field<A>> cell, bool writes_seed) {
   std::vector<Field<A>> f{
       field<A>("return_sequences", [](auto& a) -> auto& { return a.options.return_sequences; }),
       field<A>("return_state", [](auto& a) -> auto& { return a.options.return_state; }),
@@ -32,7 +32,8 @@ std::vector<Field<A>> recurrent_fields(std::vector<Field<A>> cell) {
     f.push_back(unused<A>(key));
   f.push_back(field<A>("dropout", [](auto& a) -> auto& { return a.options.dropout; }, rules::in_range(0, 1, false)));
   f.push_back(field<A>("recurrent_dropout", [](auto& a) -> auto& { return a.options.recurrent_dropout; }, rules::in_range(0, 1, false)));
-  f.push_back(field<A>("seed", [](auto& a) -> auto& { return a.options.seed; }));
+  const Field<A> seed = field<A>("seed", [](auto& a) -> auto& { return a.options.seed; });
+  f.push_back(writes_seed ? seed : read_only(seed));
   return f;
 }
 

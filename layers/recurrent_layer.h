@@ -24,8 +24,8 @@ struct RecurrentArgs {
 };
 
 // The fields every recurrent layer has, in Keras's order: the RNN wrapper's, then `cell` (the
-// layer's own), then the dropouts and the seed.
-std::vector<Field<RecurrentArgs>> recurrent_fields(std::vector<Field<RecurrentArgs>> cell);
+// layer's own), then the dropouts and the seed (which Keras's SimpleRNN reads but does not write).
+std::vector<Field<RecurrentArgs>> recurrent_fields(std::vector<Field<RecurrentArgs>> cell, bool writes_seed = true);
 
 class RecurrentLayer : public Layer {
  public:

@@ -14,7 +14,7 @@ const Fields<A> kFields(recurrent_fields({
     initializer<A>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
     initializer<A>("recurrent_initializer", [](auto& a) -> auto& { return a.options.recurrent_initializer; }),
     initializer<A>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-}));
+}, false));
 
 class SimpleRnnLayer : public RecurrentLayer {
  public:

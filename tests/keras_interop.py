@@ -245,7 +245,7 @@ def archive_checks(build: Path, work: Path) -> bool:
     sys.path.insert(0, str(ROOT / "tests" / "data"))
     import make_keras_files as fixtures
 
-    names = fixtures.MODELS
+    names = fixtures.MODELS + fixtures.MASK_MODELS
     keras_y = {}
     for i, name in enumerate(names):
         keras.utils.set_random_seed(30 + i)

@@ -359,9 +359,11 @@ TEST_CASE("keras files: masks made by Embedding(mask_zero=True) and by Masking l
   // the mask's NotEqual op as an entry of its own, and the mask as GlobalAveragePooling1D's call
   // argument); masking: Masking -> Dense -> GlobalAveragePooling1D -> Dense (Sequential). The
   // inputs are padded with zeros; Keras's predictions average over the unpadded steps only.
-  for (const char* name : {"masked_embed", "masking"}) {
+  // masked_rnn: Embedding(mask_zero) -> Bidirectional(LSTM, sequences) -> GRU -> Dense: the
+  // recurrent layers skip the padded steps.
+  for (const char* name : {"masked_embed", "masking", "masked_rnn"}) {
     const Json m = read_json(kData / "models.json").at(name);
-    const DType x_dtype = std::string(name) == "masked_embed" ? DType::I32 : DType::F32;
+    const DType x_dtype = std::string(name) == "masking" ? DType::F32 : DType::I32;
     for (const std::string ext : {".keras", ".h5"}) {
       INFO(name << ext);
       std::unique_ptr<tandem::Model> model = tandem::load_model((kData / (name + ext)).string());

@@ -45,7 +45,9 @@ const std::set<std::string> kBuiltAtConstruction = {"MaxPooling2D", "AveragePool
                                                     "GlobalAveragePooling1D", "GlobalMaxPooling1D", "GlobalMaxPooling2D"};
 // The classes whose call takes a mask: Keras records {"mask": null} with each call of one on an
 // input without a mask (Layer.__call__ fills the argument in).
-const std::set<std::string> kCallTakesMask = {"GlobalAveragePooling1D"};
+const std::set<std::string> kCallTakesMask = {"GlobalAveragePooling1D", "LSTM", "GRU", "SimpleRNN", "Bidirectional"};
+// The classes whose call has a `training` argument that Keras records as false with each call.
+const std::set<std::string> kCallRecordsTraining = {"LSTM", "GRU", "SimpleRNN"};
 
 // One layer's entry: {"class_name", "config"}, and in an archive Keras 3's serialised-object keys.
 // `inputs` are the shapes of the layer's first call, for the archive's build_config.
@@ -148,6 +150,7 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
     for (const char* key : kCallArguments)
       if (config.contains(key)) kwargs[key] = config.at(key);
     if (kCallTakesMask.count(layer->class_name())) kwargs["mask"] = nullptr;
+    if (kCallRecordsTraining.count(layer->class_name())) kwargs["training"] = false;
     Json nodes = Json::array();
     const CallKeywordInputs keyword = layer->keyword_inputs();
     for (const Node* n : nodes_of[layer.get()]) {

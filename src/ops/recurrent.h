@@ -8,9 +8,11 @@
 // and the op adds h_{s−1}·recurrent_kernel at each step. Keras's semantics throughout:
 // - Processing step s reads time t = s, or t = steps − 1 − s with attr go_backwards; the sequence
 //   output y is in processing order (Keras returns a backward layer's sequence reversed).
-// - mask (batch, steps) in the input's float dtype, indexed by time: 1 runs the step, 0 skips it —
-//   the states carry over unchanged and y at that step is the previous output (or 0 with attr
-//   zero_output_for_mask; the previous output before the first step is 0).
+// - mask (batch, steps) in the input's float dtype, indexed by time: a non-zero value runs the step,
+//   0 skips it — the states carry over unchanged and y at that step is the previous output (or 0
+//   with attr zero_output_for_mask). The previous output before the first step is 0, as in
+//   Keras's TensorFlow and PyTorch backends; its JAX backend gives h0 there, which differs only
+//   for a sequence that starts with masked steps from a non-zero initial state.
 // - An optional last input recurrent_scale (batch, gates, units) multiplies h_{s−1} where it
 //   enters gate g's recurrent product (Keras's recurrent dropout, a mask per gate that is the same
 //   at every step); the carried state itself is not scaled.
@@ -19,7 +21,7 @@
 // Each forward op also returns `reserve` (batch, steps, k·units), indexed by processing step,
 // which the gradient op reads; its layout is part of the op's definition (CPU and CUDA kernels
 // write the same), listed per op below. At a skipped step the kernels write the carried states
-// into their slots and zeros into the gates.
+// into their slots and zeros into the others.
 #pragma once
 
 #include "graph/op_registry.h"

@@ -262,7 +262,9 @@ def main(names):
 #                 with trailing zeros as padding
 #   masking       Masking(0.0) -> Dense(tanh) -> GlobalAveragePooling1D -> Dense (Sequential),
 #                 sequences whose padded steps are all zeros
-MASK_MODELS = ["masked_embed", "masking"]
+#   masked_rnn    Embedding(mask_zero=True) -> Bidirectional(LSTM, sequences) -> GRU -> Dense
+#                 (functional): the recurrent layers carry their states over the padded steps
+MASK_MODELS = ["masked_embed", "masking", "masked_rnn"]
 PREDICT_ONLY += MASK_MODELS
 SEED_ORDER += MASK_MODELS
 _model_without_masks, _data_without_masks = model, data
@@ -277,6 +279,11 @@ def masked_model(name):
         x = keras.Input((6,), dtype="int32")
         e = layers.Embedding(12, 4, mask_zero=True)(x)
         m = keras.Model(x, layers.Dense(3)(layers.GlobalAveragePooling1D()(e)), name="masked_embed")
+    elif name == "masked_rnn":
+        x = keras.Input((6,), dtype="int32")
+        e = layers.Embedding(12, 4, mask_zero=True)(x)
+        s = layers.Bidirectional(layers.LSTM(3, return_sequences=True))(e)
+        m = keras.Model(x, layers.Dense(3)(layers.GRU(4)(s)), name="masked_rnn")
     else:
         m = keras.Sequential([keras.Input((5, 3)), layers.Masking(0.0), layers.Dense(4, activation="tanh"),
                               layers.GlobalAveragePooling1D(), layers.Dense(3)], name="masking")
@@ -288,7 +295,7 @@ def masked_data(name, m, rng, n):
     steps = m.input_shape[1]
     lengths = rng.integers(1, steps + 1, size=(n,))  # every row keeps at least one step
     keep = np.arange(steps)[None, :] < lengths[:, None]
-    if name == "masked_embed":
+    if name in ("masked_embed", "masked_rnn"):
         x = (rng.integers(1, 12, size=(n, steps)) * keep).astype("int32")
     else:
         x = (rng.standard_normal((n, steps, 3)) * keep[:, :, None]).astype("float32")
