@@ -1,7 +1,7 @@
 // Classifies fortune cookies of the Debian package `fortunes` by the file they come from, with a
 // word-level LSTM: TextVectorization turns each fortune into word ids, pad_sequences makes the
-// rows one length (padding in front, so that the LSTM's last step reads the text's last word),
-// then Embedding → LSTM → Dense gives one logit per file.
+// rows one length, then Embedding(mask_zero) → LSTM → Dense gives one logit per file. The padding
+// id 0 is masked, so the LSTM skips the padded steps: a fortune reads the same whatever its length.
 #include <tandem/tandem.h>
 #include <tandem/text.h>
 
@@ -92,7 +92,7 @@ int main() {
   print_baselines(train, val);
 
   const tandem::Symbol words = tandem::Input({kMaxLen}, tandem::DType::I32, "words");
-  const tandem::Symbol state = tl::LSTM(kUnits)(tl::Embedding(vectorize.vocabulary_size(), kEmbedding)(words));
+  const tandem::Symbol state = tl::LSTM(kUnits)(tl::Embedding(vectorize.vocabulary_size(), kEmbedding, {.mask_zero = true})(words));
   tandem::Model model(words, tl::Dense(static_cast<int64_t>(kFiles.size()))(state), "fortune_lstm");
   model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),

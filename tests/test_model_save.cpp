@@ -440,6 +440,10 @@ TEST_CASE("model save: every registered layer class rebuilds from its config") {
       tl::ZeroPadding2D({2, 3}),
       tl::BatchNormalization({.axis = 2, .scale = false, .moving_variance_initializer = "uniform"}),
       tl::LayerNormalization({.epsilon = 0.5, .gamma_initializer = "zeros"}),
+      tl::LSTM(3, {.recurrent_activation = "tanh", .unit_forget_bias = false, .seed = 4, .return_state = true}),
+      tl::GRU(2, {.reset_after = false, .dropout = 0.25, .go_backwards = true}),
+      tl::SimpleRNN(4, {.activation = "relu", .recurrent_initializer = "glorot_uniform", .return_sequences = true}),
+      tl::Bidirectional(tl::LSTM(2, {.return_sequences = true}), {.merge_mode = "mul"}),
   };
   std::set<std::string> covered;
   for (const tandem::LayerRef& layer : all) {

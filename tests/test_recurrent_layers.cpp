@@ -127,7 +127,7 @@ TEST_CASE("recurrent layers: dropout and recurrent dropout change training, and 
   CHECK(max_relative_difference(train(0, 0.3), plain) > 1e-4);
 }
 
-TEST_CASE("recurrent layers: an LSTM stage under Pipeline on 2 devices ends five steps with Default's weights") {
+TEST_CASE("recurrent layers: an LSTM stage under Pipeline on 2 devices (and under Mirrored and ModelSplit) ends five steps with Default's weights") {
   auto five_steps = [](dist::StrategyPtr strategy) {
     tandem::set_random_seed(5);
     tandem::Sequential model({tl::InputLayer({24}), tl::Reshape({6, 4}), tl::LSTM(8, {.return_sequences = true, .name = "lstm"}),
@@ -146,6 +146,9 @@ TEST_CASE("recurrent layers: an LSTM stage under Pipeline on 2 devices ends five
   }
   const auto mirrored = five_steps(dist::Mirrored(cpus(2)));
   CHECK(max_relative_difference(mirrored, reference, 1e-3) <= 1e-5);
+  // Each recurrent layer is one placement unit: the LSTM on one device, the GRU on the other.
+  const auto split = five_steps(dist::ModelSplit(cpus(2), {.placement = {{"lstm", "cpu:0"}, {"gru", "cpu:1"}}}));
+  CHECK(max_relative_difference(split, reference, 1e-3) <= 1e-5);
 }
 
 TEST_CASE("recurrent layers: return_state gives the states as more outputs, and initial states are inputs") {

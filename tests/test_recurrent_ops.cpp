@@ -8,7 +8,9 @@
 // - forward values and gradients (through x·kernel + bias, as a layer feeds the op) against
 //   PyTorch (tests/data/recurrent_refs.json, made by tests/data/make_recurrent_refs.py), float32
 //   and float64; the direct loop is checked against the same references;
-// - the same results, bit for bit, on 1 and on 4 CPU threads.
+// - the same results, bit for bit, on 1 and on 4 CPU threads;
+// - reverse (Bidirectional puts the backward sequence back in time order with it): finite
+//   differences and its forward against the index arithmetic.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -452,5 +454,24 @@ TEST_CASE("recurrent ops: forward and gradients are bitwise the same on 1 and 4 
         CHECK(results[0][i] == results[1][i]);
       }
     }
+  }
+}
+
+TEST_CASE("reverse: gradients by finite differences, and the forward is the sequence read backwards") {
+  for (int64_t axis : {0, 1, 2}) {
+    INFO("axis " << axis);
+    gradcheck::GradCheck c(31 + static_cast<uint64_t>(axis));
+    const Value x = c.uniform({3, 4, 2}, -1, 1);
+    const gradcheck::Outcome o = c.check(ops::reverse(c.g, x, axis), "reverse");
+    for (double e : o.error) CHECK(e <= gradcheck::kTolerance);
+    const std::vector<double>& in = c.values(x);
+    const int64_t dims[] = {3, 4, 2};
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t k = 0; k < 2; ++k) {
+          int64_t at[] = {i, j, k};
+          at[axis] = dims[axis] - 1 - at[axis];
+          CHECK(o.y[static_cast<std::size_t>((i * 4 + j) * 2 + k)] == in[static_cast<std::size_t>((at[0] * 4 + at[1]) * 2 + at[2])]);
+        }
   }
 }
