@@ -38,7 +38,8 @@ struct Accumulator {
     std::size_t at = 0;
     for (const auto& s : slots) {
       const std::span<const double> sums(metric_sums.data() + at, s.sums);
-      l[s.name] = s.metric.empty() ? (rows ? sums[0] / double(rows) : 0.0) : metrics::result(s.metric, *s.loss, sums, rows);
+      if (s.masked) l[s.name] = sums[1] > 0 ? sums[0] / sums[1] : 0.0;  // over the unmasked steps
+      else l[s.name] = s.metric.empty() ? (rows ? sums[0] / double(rows) : 0.0) : metrics::result(s.metric, *s.loss, sums, rows);
       at += s.sums;
     }
     return l;

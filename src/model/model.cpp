@@ -107,11 +107,16 @@ std::string Model::Impl::output_name(std::size_t i) const {
 std::vector<Model::Impl::MetricSlot> Model::Impl::metric_slots() const {
   std::vector<MetricSlot> slots;
   const bool several = outputs.size() > 1;
+  auto masked = [&](std::size_t i) { return outputs[i].node()->masked; };
   if (several)
-    for (std::size_t i = 0; i < outputs.size() && i < losses.size(); ++i) slots.push_back({output_name(i).append("_loss"), "", losses[i]});
+    for (std::size_t i = 0; i < outputs.size() && i < losses.size(); ++i)
+      slots.push_back({output_name(i).append("_loss"), "", losses[i], masked(i) ? 2u : 1u, masked(i)});
   for (std::size_t i = 0; i < outputs.size() && i < metrics.size(); ++i)
-    for (const std::string& m : metrics[i])
-      slots.push_back({several ? output_name(i).append("_").append(m) : m, m, losses[i], metrics::sums(m, *losses[i])});
+    for (const std::string& m : metrics[i]) {
+      const std::size_t sums = metrics::sums(m, *losses[i]);
+      const bool mean_of_masked = masked(i) && sums == 1;  // others are refused when the step is made
+      slots.push_back({several ? output_name(i).append("_").append(m) : m, m, losses[i], mean_of_masked ? 2u : sums, mean_of_masked});
+    }
   return slots;
 }
 

@@ -92,6 +92,9 @@ struct Model::Impl {
     std::string name, metric;
     LossPtr loss;
     std::size_t sums = 1;
+    // Of an output that carries a mask: a mean over its unmasked steps, kept as the two sums
+    // (Σ value·mask, Σ mask) — Keras weighs a masked output's metrics by the mask.
+    bool masked = false;
   };
   std::vector<MetricSlot> metric_slots() const;
   std::size_t metric_sums() const;  // all slots' sums together

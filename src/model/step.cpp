@@ -9,6 +9,7 @@
 #include "layer_base/call_context.h"
 #include "metrics/metrics.h"
 #include "model/model_impl.h"
+#include "ops/attention.h"
 #include "ops/ops.h"
 #include "backend/device.h"
 #include "tandem/errors.h"
@@ -214,21 +215,32 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
                            double(ps[0]) / double(ps.num_elements()));
         add_sums(sum_over_all(g, per));
       };
+      // A masked output's values count at its unmasked steps only: (Σ value·mask, Σ mask).
+      auto add_masked_sums = [&](graph::Value per, std::size_t i, const std::string& what) {
+        const graph::Value mask = masks[i].valid() && g.type(masks[i]).dtype != g.type(per).dtype ? ops::cast(g, masks[i], g.type(per).dtype)
+                                                                                                 : masks[i];
+        if (g.type(mask).shape != g.type(per).shape)
+          throw ValueError("Model \"" + name + "\": output \"" + output_name(i) + "\" carries a mask of shape " + g.type(mask).shape.str() +
+                           ", but " + what + " gives per-sample values of shape " + g.type(per).shape.str() +
+                           "; a masked output needs one value per step");
+        const Shape one{1};
+        add_sums(ops::concat(g, {ops::reshape(g, sum_over_all(g, ops::mul(g, per, mask)), one), ops::reshape(g, sum_over_all(g, mask), one)}, 0));
+      };
       if (several)
         for (std::size_t i = 0; i < outputs.size(); ++i) {
           graph::ScopeGuard scope(g, output_name(i).append("_loss"));
-          add_row_sum(per_output[i]);
+          masks[i].valid() ? add_masked_sums(per_output[i], i, "its loss") : add_row_sum(per_output[i]);
         }
-      for (std::size_t i = 0; i < outputs.size(); ++i)
-        if (masks[i].valid() && (several || !metrics[i].empty()))
-          throw ValueError("Model \"" + name + "\": output \"" + output_name(i) + "\" carries a mask (from " + outputs[i].node()->mask_origin +
-                           "); its loss counts only the unmasked steps, but metrics of a masked output are not supported yet: " +
-                           "compile it without metrics (and as the only output), or end the mask before the output");
       for (std::size_t i = 0; i < outputs.size(); ++i)
         for (const std::string& m : metrics[i]) {
           graph::ScopeGuard scope(g, several ? output_name(i).append("_").append(m) : m);
           const metrics::Emitted e = metrics::emit(g, m, *losses[i], preds[i], ys[i]);
-          e.per_sample ? add_row_sum(e.value) : add_sums(e.value);
+          if (masks[i].valid() && !e.per_sample)
+            throw ValueError("Model \"" + name + "\": output \"" + output_name(i) + "\" carries a mask (from " + outputs[i].node()->mask_origin +
+                             "), and metric \"" + m + "\" counts over thresholds or classes, which Tandem does not weigh by a mask yet; " +
+                             "use a metric that averages per step (accuracy, mae, ...) or end the mask before the output");
+          if (masks[i].valid()) add_masked_sums(e.value, i, std::string("metric \"").append(m).append("\""));
+          else e.per_sample ? add_row_sum(e.value) : add_sums(e.value);
         }
     }
     if (train) {
