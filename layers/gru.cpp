@@ -14,10 +14,6 @@ using A = RecurrentArgs;
 
 const Fields<A> kFields(recurrent_fields({
     activation<A>("recurrent_activation", [](auto& a) -> auto& { return a.options.recurrent_activation; }),
-    field<A>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
-    initializer<A>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
-    initializer<A>("recurrent_initializer", [](auto& a) -> auto& { return a.options.recurrent_initializer; }),
-    initializer<A>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
     field<A>("reset_after", [](auto& a) -> auto& { return a.options.reset_after; }),
 }));
 

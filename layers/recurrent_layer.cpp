@@ -25,6 +25,10 @@ std::vector<Field<A>> recurrent_fields(std::vector<Field<A>> cell, bool writes_s
       field<A>("zero_output_for_mask", [](auto& a) -> auto& { return a.zero_output_for_mask; }),
       required<A>("units", [](auto& a) -> auto& { return a.units; }, rules::positive),
       activation<A>("activation", [](auto& a) -> auto& { return a.options.activation; }),
+      field<A>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
+      initializer<A>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
+      initializer<A>("recurrent_initializer", [](auto& a) -> auto& { return a.options.recurrent_initializer; }),
+      initializer<A>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
   };
   f.insert(f.end(), cell.begin(), cell.end());
   for (const char* key : {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",

@@ -23,8 +23,9 @@ struct RecurrentArgs {
   bool unroll = false;                // accepted and written; the op is the same either way
 };
 
-// The fields every recurrent layer has, in Keras's order: the RNN wrapper's, then `cell` (the
-// layer's own), then the dropouts and the seed (which Keras's SimpleRNN reads but does not write).
+// The fields every recurrent layer has: the RNN wrapper's, units, activation, use_bias and the
+// initializers, then `cell` (the layer's own), then the dropouts and the seed (which Keras's
+// SimpleRNN reads but does not write).
 std::vector<Field<RecurrentArgs>> recurrent_fields(std::vector<Field<RecurrentArgs>> cell, bool writes_seed = true);
 
 class RecurrentLayer : public Layer {

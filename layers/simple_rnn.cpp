@@ -9,12 +9,8 @@ namespace tandem::layers {
 namespace {
 using A = RecurrentArgs;
 
-const Fields<A> kFields(recurrent_fields({
-    field<A>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
-    initializer<A>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
-    initializer<A>("recurrent_initializer", [](auto& a) -> auto& { return a.options.recurrent_initializer; }),
-    initializer<A>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-}, false));
+// SimpleRNN has no arguments beyond the shared ones; Keras leaves its seed out of the config.
+const Fields<A> kFields(recurrent_fields({}, false));
 
 class SimpleRnnLayer : public RecurrentLayer {
  public:
