@@ -19,3 +19,17 @@ if [[ "$BLAS" == */blas/libblas.so* || ( "$BLAS" != *openblas* && "$BLAS" != *mk
     exit 1
 fi
 echo "PyTorch's BLAS: $BLAS" >&2
+
+# Runs one model on both sides with the same arguments ("$@": the model's size and --steps, which
+# both programs take with the same defaults): PyTorch with 1 and with 2 threads (the faster
+# counts: its fastest configuration here), then Tandem on both cores. Sets torch1, torch2 and
+# tandem to their JSON lines and prints the load before and after.
+run_both() {
+    local torch_script="$1" tandem_bin="$2"
+    shift 2
+    echo "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    torch1=$("$PY" "$torch_script" "$@" --threads 1 --json)
+    torch2=$("$PY" "$torch_script" "$@" --threads 2 --json)
+    tandem=$("$tandem_bin" "$@" --json)
+    echo "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+}

@@ -11,25 +11,10 @@ set -euo pipefail
 TANDEM_BIN="${1:-}"
 [[ -x "$TANDEM_BIN" ]] || { echo "usage: $0 PATH/TO/bench_transformer [--blocks N] [--steps S]" >&2; exit 2; }
 shift
-BLOCKS=2
-STEPS=40
-while [[ $# -gt 0 ]]; do
-    case "$1" in
-        --blocks) BLOCKS="$2"; shift ;;
-        --steps) STEPS="$2"; shift ;;
-        *) echo "unknown option: $1" >&2; exit 2 ;;
-    esac
-    shift
-done
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY=/usr/bin/python3
 source "$HERE/peer_env.sh"
-
-echo "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-torch1=$("$PY" "$HERE/torch_transformer.py" --blocks "$BLOCKS" --steps "$STEPS" --threads 1 --json)
-torch2=$("$PY" "$HERE/torch_transformer.py" --blocks "$BLOCKS" --steps "$STEPS" --threads 2 --json)
-tandem=$("$TANDEM_BIN" --blocks "$BLOCKS" --steps "$STEPS" --json)
-echo "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+run_both "$HERE/torch_transformer.py" "$TANDEM_BIN" "$@"
 
 "$PY" - "$tandem" "$torch1" "$torch2" <<'PYEOF'
 import json, sys
