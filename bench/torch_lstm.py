@@ -10,11 +10,11 @@ where Keras's has one: 1,024 more parameters of 380,000, which does not change t
 
 import argparse
 import json
-import time
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+
+from torch_token_bench import timed_training
 
 VOCAB, SEQ, EMBEDDING = 96, 64, 64
 WARMUP = 10
@@ -42,29 +42,7 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    g = torch.Generator().manual_seed(1)
-    steps = WARMUP + args.steps
-    x = torch.randint(0, VOCAB, (steps, args.batch, SEQ), generator=g)
-    y = torch.randint(0, VOCAB, (steps, args.batch, SEQ), generator=g)
-
-    model = Model(args.units)
-    model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step(i):
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x[i]).reshape(-1, VOCAB), y[i].reshape(-1))
-        loss.backward()
-        opt.step()
-        return loss
-
-    for i in range(WARMUP):
-        step(i)
-    t0 = time.perf_counter()
-    for i in range(WARMUP, steps):
-        loss = step(i)
-    loss.item()
-    seconds = time.perf_counter() - t0
+    seconds = timed_training(Model(args.units), VOCAB, SEQ, args.batch, args.steps, WARMUP)
     rate = args.steps * args.batch / seconds
     if args.json:
         print(json.dumps({"peer": "pytorch", "model": "lstm", "units": args.units, "batch": args.batch,

@@ -14,11 +14,12 @@ count), the counterpart of Tandem's planned arena plus its weights and optimizer
 
 import argparse
 import json
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_token_bench import timed_training
 
 VOCAB, SEQ, DIM, HEADS, HIDDEN = 96, 64, 128, 4, 512
 WARMUP = 10
@@ -75,31 +76,9 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    g = torch.Generator().manual_seed(1)
-    steps = WARMUP + args.steps
-    x = torch.randint(0, VOCAB, (steps, args.batch, SEQ), generator=g)
-    y = torch.randint(0, VOCAB, (steps, args.batch, SEQ), generator=g)
-
     rss_before = status_kb("VmRSS")
     open("/proc/self/clear_refs", "w").write("5")  # the peak restarts here
-    model = Model(args.blocks)
-    model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step(i):
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x[i]).reshape(-1, VOCAB), y[i].reshape(-1))
-        loss.backward()
-        opt.step()
-        return loss
-
-    for i in range(WARMUP):
-        step(i)
-    t0 = time.perf_counter()
-    for i in range(WARMUP, steps):
-        loss = step(i)
-    loss.item()
-    seconds = time.perf_counter() - t0
+    seconds = timed_training(Model(args.blocks), VOCAB, SEQ, args.batch, args.steps, WARMUP)
     growth_mb = (status_kb("VmHWM") - rss_before) / 1024
     rate = args.steps * args.batch / seconds
     if args.json:
