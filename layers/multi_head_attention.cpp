@@ -4,6 +4,7 @@
 // The kernels keep Keras's per-head layouts, e.g. query/kernel (d, heads, key_dim); the graph reads
 // them as plain matrices (d, heads·key_dim), which is the same memory, so a projection is one
 // matmul. Heads then move next to the batch, (B, T, N, H) -> (B, N, T, H), for batch_matmul.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -85,7 +86,7 @@ class MultiHeadAttentionLayer : public Layer {
     const MultiHeadAttentionOptions& o = args_.options;
     const int64_t num_heads = args_.num_heads, key_dim = args_.key_dim, value_dim = o.value_dim;
     check_inputs(in);
-    const Shape &q = in[0], &v = in[1], &k = in.size() == 3 ? in[2] : in[1];
+    const Shape &q = in[0], &v = in[1], &k = in.size() >= 3 ? in[2] : in[1];
     out_shape_ = o.output_shape.rank() ? o.output_shape : Shape{q.back()};
     // Keras's order: query, key, value, attention_output; kernel before bias in each.
     auto dense = [&](const std::string& name, Shape kernel, Shape bias) {
@@ -107,7 +108,7 @@ class MultiHeadAttentionLayer : public Layer {
     std::vector<Shape> shapes;
     for (Value x : inputs) shapes.push_back(ctx.g.type(x).shape.without_batch());
     check_inputs(shapes);
-    const Value query = inputs[0], value = inputs[1], key = inputs.size() == 3 ? inputs[2] : inputs[1];
+    const Value query = inputs[0], value = inputs[1], key = inputs.size() >= 3 ? inputs[2] : inputs[1];
     check_features(ctx, query, query_, "query");
     check_features(ctx, key, key_, "key");
     check_features(ctx, value, value_, "value");
@@ -148,6 +149,10 @@ class MultiHeadAttentionLayer : public Layer {
     return ops::reshape(g, y, Shape(dims));
   }
 
+  // An attention mask is the fourth input; saved files pass it as Keras does, `attention_mask=m`
+  // after query, value and key (src/model/model_config.cpp).
+  CallKeywordInputs keyword_inputs() const override { return {3, "attention_mask"}; }
+
   // The output's steps are the query's: its mask passes on (Keras).
   std::vector<Value> emit_output_masks(CallContext& ctx, const std::vector<Value>&, const std::vector<Value>&) override {
     return {ctx.input_mask(0)};
@@ -176,7 +181,13 @@ class MultiHeadAttentionLayer : public Layer {
     };
     add(ctx.input_mask(0), true);
     add(ctx.input_mask(1), false);
-    if (inputs.size() == 3 && !(inputs[2] == inputs[1])) add(ctx.input_mask(2), false);
+    if (inputs.size() >= 3 && !(inputs[2] == inputs[1])) add(ctx.input_mask(2), false);
+    if (inputs.size() == 4) {  // the explicit attention mask (batch, T, S): non-zero where a query may see a key
+      const Shape s = g.type(inputs[3]).shape;
+      const Value given = ops::compare(g, "not_equal", ops::cast(g, inputs[3], dtype), ops::fill(g, {Shape{}, dtype}, 0.0));
+      const Value m = ops::reshape(g, given, Shape{s[0], 1, s[1], s[2]});
+      mask = mask.valid() ? ops::mul(g, mask, m) : m;
+    }
     return mask;
   }
 
@@ -184,13 +195,17 @@ class MultiHeadAttentionLayer : public Layer {
     VariablePtr kernel, bias;
   };
 
-  // Shapes without the batch axis: (query, value[, key]), each (length, features).
+  // Shapes without the batch axis: (query, value[, key[, attention_mask]]), each (length,
+  // features), the attention mask (query length, key length).
   void check_inputs(const std::vector<Shape>& in) const {
-    if (in.size() != 2 && in.size() != 3)
-      throw ValueError(who() + ": expected inputs {query, value} or {query, value, key}, got " + std::to_string(in.size()) +
-                       " inputs");
+    if (in.size() < 2 || in.size() > 4)
+      throw ValueError(who() + ": expected inputs {query, value}, {query, value, key} or {query, value, key, attention_mask}, got " +
+                       std::to_string(in.size()) + " inputs");
     static const char* names[] = {"query", "value", "key"};
-    for (std::size_t i = 0; i < in.size(); ++i)
+    if (in.size() == 4 && in[3] != Shape{in[0][0], in[1][0]})
+      throw ShapeError(who() + ": expected attention_mask of shape " + Shape{in[0][0], in[1][0]}.with_batch(-1).str() +
+                       " (query steps, key steps), got " + in[3].with_batch(-1).str());
+    for (std::size_t i = 0; i < std::min<std::size_t>(in.size(), 3); ++i)
       if (in[i].rank() != 2)
         throw ShapeError(who() + ": expected " + names[i] + " of rank 3 (batch, sequence, features), got " +
                          in[i].with_batch(-1).str());

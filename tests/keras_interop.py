@@ -255,7 +255,7 @@ def archive_checks(build: Path, work: Path) -> bool:
         model.fit(x_train, y_train, batch_size=8, epochs=1, shuffle=False, verbose=0)
         model.save(work / f"archive_{name}.keras")
         x, _ = fixtures.data(name, model, rng, 4)
-        data = {"x_dtype": str(x.dtype), "x": fixtures.tensor(x)}
+        data = {"x_dtype": [str(a.dtype) for a in x] if isinstance(x, list) else str(x.dtype), "x": fixtures.tensor(x)}
         for part in ["next", "more"]:
             xs, ys = fixtures.data(name, model, rng, 8)
             data[f"x_{part}"], data[f"y_{part}"] = fixtures.tensor(xs), fixtures.tensor(ys)
@@ -285,7 +285,8 @@ def archive_checks(build: Path, work: Path) -> bool:
         print(f"  Keras loads Tandem's archive: max |y_keras - y_tandem| = {diff:.2e}; iterations {iterations} "
               f"vs {tandem['iterations_saved']} -> {'ok' if good else 'FAIL'}")
         ok &= good
-        x_more = array(data["x_more"], data["x_dtype"])
+        x_more = ([array(t, d) for t, d in zip(data["x_more"], data["x_dtype"])] if isinstance(data["x_dtype"], list)
+                  else array(data["x_more"], data["x_dtype"]))
         model.fit(x_more, array(data["y_more"], "int32"), batch_size=8, epochs=1, shuffle=False, verbose=0)
         diff = float(np.max(np.abs(np.asarray(model.predict(x, verbose=0)) - array(tandem["y_more"]))))
         good = diff <= 1e-4

@@ -179,18 +179,28 @@ void archives(const std::string& dir, const std::vector<std::string>& names) {
     const std::string base = dir + "/archive_" + name;
     std::ifstream in(base + "_data.json");
     const json data = json::parse(in);
-    const DType x_type = data.at("x_dtype") == "int32" ? DType::I32 : DType::F32;
-    auto x = [&](const char* key) { return from_json(data.at(key), x_type); };
-    auto labels = [&](const char* key) { return from_json(data.at(key), DType::I32); };
+    // A model's inputs: "x_dtype" one dtype, or a list of them for a model with several inputs
+    // (then each x entry is a list of tensors too).
+    const json& dtypes = data.at("x_dtype");
+    auto x = [&](const char* key) {
+      std::vector<Tensor> xs;
+      for (std::size_t i = 0; i < (dtypes.is_array() ? dtypes.size() : 1); ++i) {
+        const json& d = dtypes.is_array() ? dtypes[i] : dtypes;
+        xs.push_back(from_json(dtypes.is_array() ? data.at(key)[i] : data.at(key), d == "int32" ? DType::I32 : DType::F32));
+      }
+      return xs;
+    };
+    auto labels = [&](const char* key) { return std::vector<Tensor>{from_json(data.at(key), DType::I32)}; };
+    auto predict = [](tandem::Model& m, const std::vector<Tensor>& xs) { return to_json(m.predict(xs).at(0)); };
     std::unique_ptr<tandem::Model> m = tandem::load_model(base + ".keras");
-    json out{{"y_loaded", to_json(m->predict(x("x")))}, {"iterations_loaded", m->optimizer()->iterations()}};
+    json out{{"y_loaded", predict(*m, x("x"))}, {"iterations_loaded", m->optimizer()->iterations()}};
     const tandem::FitOptions one_batch{.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0};
     m->fit(x("x_next"), labels("y_next"), one_batch);
     m->save(base + "_from_tandem.keras");
-    out["y_saved"] = to_json(m->predict(x("x")));
+    out["y_saved"] = predict(*m, x("x"));
     out["iterations_saved"] = m->optimizer()->iterations();
     m->fit(x("x_more"), labels("y_more"), one_batch);
-    out["y_more"] = to_json(m->predict(x("x")));
+    out["y_more"] = predict(*m, x("x"));
     write_json(base + "_tandem.json", out);
     std::cout << "loaded archive_" << name << ".keras, saved archive_" << name << "_from_tandem.keras\n";
   }
@@ -201,16 +211,21 @@ void predict(const std::string& dir, const std::vector<std::string>& names) {
     const std::string base = dir + "/archive_" + name;
     std::ifstream in(base + "_data.json");
     const json data = json::parse(in);
-    const Tensor x = from_json(data.at("x"), DType::F32);
+    // One input's tensor, or a list of them for a model with several inputs.
+    auto inputs = [](const json& j) {
+      std::vector<Tensor> xs;
+      for (const json& t : j.is_array() ? j : json::array({j})) xs.push_back(from_json(t, DType::F32));
+      return xs;
+    };
+    const std::vector<Tensor> x = inputs(data.at("x"));
     std::unique_ptr<tandem::Model> m = tandem::load_model(base + ".keras");
-    json out{{"y_loaded", to_json(m->predict(x))},
-             {"y_loaded_h5", to_json(tandem::load_model(base + ".h5")->predict(x))},
+    json out{{"y_loaded", to_json(m->predict(x).at(0))},
+             {"y_loaded_h5", to_json(tandem::load_model(base + ".h5")->predict(x).at(0))},
              {"compiled", m->optimizer() != nullptr}};
     if (m->optimizer())
-      m->fit(from_json(data.at("x_next"), DType::F32), from_json(data.at("y_next"), DType::I32),
-             {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
+      m->fit(inputs(data.at("x_next")), {from_json(data.at("y_next"), DType::I32)}, {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
     m->save(base + "_from_tandem.keras");
-    out["y_saved"] = to_json(m->predict(x));
+    out["y_saved"] = to_json(m->predict(x).at(0));
     out["iterations_saved"] = m->optimizer() ? m->optimizer()->iterations() : 0;
     write_json(base + "_tandem.json", out);
     std::cout << "loaded archive_" << name << ".keras and .h5, saved archive_" << name << "_from_tandem.keras\n";

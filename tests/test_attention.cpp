@@ -595,3 +595,31 @@ TEST_CASE("attention: configuration and shape errors name the layer") {
   CHECK_THROWS_AS(ops::transpose(g, a, {0, 0, 1}), ShapeError);
   CHECK_THROWS_AS(ops::gather(g, a, a), ShapeError);
 }
+
+TEST_CASE("attention: an explicit attention_mask input hides keys as Keras's does; lower-triangular equals use_causal_mask") {
+  tandem::set_random_seed(21);
+  const tandem::Symbol x = tandem::Input({5, 4});
+  const tandem::Symbol allowed = tandem::Input({5, 5}, tandem::DType::I32);
+  auto masked = tl::MultiHeadAttention(2, 3);
+  auto causal = tl::MultiHeadAttention(2, 3, {.use_causal_mask = true});
+  tandem::Model with_mask({x, allowed}, {masked({x, x, x, allowed})});
+  tandem::Model with_causal(x, causal({x, x}));
+  with_causal.set_weights(with_mask.get_weights());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<float> xs(2 * 5 * 4);
+  for (float& v : xs) v = normal(rng);
+  std::vector<int32_t> lower(2 * 5 * 5);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 5; ++j) lower[static_cast<std::size_t>((b * 5 + i) * 5 + j)] = j <= i ? 3 : 0;  // any non-zero allows
+  const Tensor input = Tensor::from({2, 5, 4}, std::span<const float>(xs));
+  const Tensor a = with_mask.predict(std::vector<Tensor>{input, Tensor::from({2, 5, 5}, std::span<const int32_t>(lower))}).at(0);
+  const Tensor c = with_causal.predict(input);
+  double worst = 0;
+  for (int64_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a.item(i) - c.item(i)));
+  CHECK(worst <= 1e-6);
+  CHECK_THROWS_WITH_AS(masked({x, x, x, tandem::Input({5, 4}, tandem::DType::I32)}),
+                       doctest::Contains("expected attention_mask of shape (None, 5, 5) (query steps, key steps), got (None, 5, 4)"),
+                       tandem::ShapeError);
+}

@@ -371,3 +371,29 @@ TEST_CASE("keras files: masks made by Embedding(mask_zero=True) and by Masking l
     }
   }
 }
+
+TEST_CASE("keras files: MultiHeadAttention called with attention_mask= (a model input) loads and predicts as Keras did") {
+  // attn_mask: MultiHeadAttention(x, x, attention_mask=m) -> Flatten -> Dense, inputs x (5, 4) and
+  // an int32 mask m (5, 5); Keras records the mask as the call's keyword argument.
+  const Json m = read_json(kData / "models.json").at("attn_mask");
+  const std::vector<Tensor> x{tensor_of(m.at("x")[0], DType::F32), tensor_of(m.at("x")[1], DType::I32)};
+  for (const std::string ext : {".keras", ".h5"}) {
+    INFO("attn_mask" << ext);
+    std::unique_ptr<tandem::Model> model = tandem::load_model((kData / ("attn_mask" + ext)).string());
+    CHECK(max_difference(model->predict(x).at(0), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
+    // Written back, the mask is again the call's keyword argument, one tensor as Keras passes it.
+    const fs::path mine = scratch("attn_mask_again.keras");
+    model->save(mine.string());
+    const Json config = Json::parse(zip_entry(mine, "config.json"));
+    bool found = false;
+    for (const Json& layer : config.at("config").at("layers"))
+      if (layer.at("class_name") == "MultiHeadAttention") {
+        const Json& call = layer.at("inbound_nodes").at(0);
+        CHECK(call.at("args").size() == 3);  // query, value, key (the value again)
+        CHECK(call.at("kwargs").at("attention_mask").at("class_name") == "__keras_tensor__");
+        found = true;
+      }
+    CHECK(found);
+    CHECK(max_difference(tandem::load_model(mine.string())->predict(x).at(0), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
+  }
+}

@@ -172,7 +172,8 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
       if (positional < n->inputs.size()) {
         Json list = Json::array();
         for (std::size_t i = positional; i < n->inputs.size(); ++i) list.push_back(tensor(n->inputs[i]));
-        call_kwargs[keyword.keyword] = list;
+        // Attention's mask is one tensor (Keras: mha(q, v, k, attention_mask=m)), not a list.
+        call_kwargs[keyword.keyword] = layer->class_name() == "MultiHeadAttention" ? list[0] : list;
       }
       nodes.push_back({{"args", args}, {"kwargs", call_kwargs}});
     }
@@ -315,7 +316,7 @@ void add_keyword_refs(const Layer& layer, const Json& node, std::vector<Ref>& re
   const CallKeywordInputs keyword = layer.keyword_inputs();
   for (const auto& [key, value] : node.at("kwargs").items()) {
     if (!holds_tensors(value)) continue;
-    if (key == "mask" || key.ends_with("_mask")) {
+    if ((key == "mask" || key.ends_with("_mask")) && key != keyword.keyword) {
       const Json& tensors = is_keras_tensor(value) ? Json::array({value}) : value;
       for (const Json& t : tensors)
         if (!mask_ops.count(tensor_ref(t, where).layer))
@@ -328,6 +329,8 @@ void add_keyword_refs(const Layer& layer, const Json& node, std::vector<Ref>& re
       throw ValueError(where + ": the call argument \"" + key + "\" holds tensors, but " + layer.class_name() + " \"" + layer.name() + "\" " +
                        (keyword.positional < 0 ? std::string("takes no tensors by keyword")
                                                : std::string("takes tensors only under \"").append(keyword.keyword).append("\"")));
+    // Attention's key defaults to its value: mha(q, v, attention_mask=m) is mha(q, v, v, attention_mask=m).
+    if (layer.class_name() == "MultiHeadAttention" && refs.size() == 2) refs.push_back(refs.back());
     if (refs.size() != static_cast<std::size_t>(keyword.positional))
       throw ValueError(where + ": " + layer.class_name() + " \"" + layer.name() + "\" expected " + std::to_string(keyword.positional) +
                        " positional inputs before \"" + key + "\", got " + std::to_string(refs.size()));

@@ -211,6 +211,9 @@ def repack(path):
 
 
 def tensor(a):
+    """A tensor as {"shape", "values"}; a model's several inputs as a list of them."""
+    if isinstance(a, list):
+        return [tensor(t) for t in a]
     return {"shape": list(a.shape), "values": a.reshape(-1).tolist()}
 
 
@@ -264,7 +267,10 @@ def main(names):
 #                 sequences whose padded steps are all zeros
 #   masked_rnn    Embedding(mask_zero=True) -> Bidirectional(LSTM, sequences) -> GRU -> Dense
 #                 (functional): the recurrent layers carry their states over the padded steps
-MASK_MODELS = ["masked_embed", "masking", "masked_rnn"]
+#   attn_mask     MultiHeadAttention(x, x, attention_mask=m) -> Flatten -> Dense with two inputs:
+#                 x (5, 4) and an int32 attention mask m (5, 5), random 0/1 with the diagonal set;
+#                 models.json holds x as the list [x, m]
+MASK_MODELS = ["masked_embed", "masking", "masked_rnn", "attn_mask"]
 PREDICT_ONLY += MASK_MODELS
 SEED_ORDER += MASK_MODELS
 _model_without_masks, _data_without_masks = model, data
@@ -279,6 +285,11 @@ def masked_model(name):
         x = keras.Input((6,), dtype="int32")
         e = layers.Embedding(12, 4, mask_zero=True)(x)
         m = keras.Model(x, layers.Dense(3)(layers.GlobalAveragePooling1D()(e)), name="masked_embed")
+    elif name == "attn_mask":
+        x = keras.Input((5, 4))
+        allowed = keras.Input((5, 5), dtype="int32")
+        a = layers.MultiHeadAttention(2, 3)(x, x, attention_mask=allowed)
+        m = keras.Model([x, allowed], layers.Dense(3)(layers.Flatten()(a)), name="attn_mask")
     elif name == "masked_rnn":
         x = keras.Input((6,), dtype="int32")
         e = layers.Embedding(12, 4, mask_zero=True)(x)
@@ -292,6 +303,9 @@ def masked_model(name):
 
 
 def masked_data(name, m, rng, n):
+    if name == "attn_mask":
+        allowed = np.maximum(rng.integers(0, 2, size=(n, 5, 5)), np.eye(5, dtype="int64")).astype("int32")
+        return [rng.standard_normal((n, 5, 4)).astype("float32"), allowed], rng.integers(0, 3, size=(n,)).astype("int32")
     steps = m.input_shape[1]
     lengths = rng.integers(1, steps + 1, size=(n,))  # every row keeps at least one step
     keep = np.arange(steps)[None, :] < lengths[:, None]

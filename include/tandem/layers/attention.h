@@ -50,16 +50,18 @@ struct MultiHeadAttentionOptions {
   bool use_causal_mask = false;
   std::string name{};
 };
-// Keras 3's MultiHeadAttention on rank-3 inputs, called as mha({query, value}) or
-// mha({query, value, key}) with query (batch, T, dq), value (batch, S, dv), key (batch, S, dk)
-// (key defaults to value). Weights, in Keras's order and shapes:
+// Keras 3's MultiHeadAttention on rank-3 inputs, called as mha({query, value}),
+// mha({query, value, key}) or mha({query, value, key, attention_mask}) with query (batch, T, dq),
+// value (batch, S, dv), key (batch, S, dk) (key defaults to value: pass value again) and
+// attention_mask (batch, T, S), non-zero where a query may attend to a key (Keras's
+// `attention_mask=`; combined with the inputs' masks and use_causal_mask). Weights, in Keras's order and shapes:
 //   query/kernel (dq, num_heads, key_dim), query/bias (num_heads, key_dim),
 //   key/kernel (dk, num_heads, key_dim), key/bias (num_heads, key_dim),
 //   value/kernel (dv, num_heads, value_dim), value/bias (num_heads, value_dim),
 //   attention_output/kernel (num_heads, value_dim, *output_shape), attention_output/bias (output_shape)
 // (no biases when use_bias is false). Scores are q·kᵀ with q scaled by 1/sqrt(key_dim); the output
 // is (batch, T, *output_shape). Not supported: attention_axes (attention runs over axis 1),
-// attention_mask / Keras masks, return_attention_scores.
+// return_attention_scores.
 LayerRef MultiHeadAttention(int64_t num_heads, int64_t key_dim, const MultiHeadAttentionOptions& options = {});
 
 struct PositionEmbeddingOptions {
