@@ -201,7 +201,7 @@ TEST_CASE("masks: the loss of a masked output counts the unmasked steps only (Ke
 
 }
 
-TEST_CASE("masks: the metrics of a masked output average over its unmasked steps of the whole epoch, as Keras weighs them by the mask") {
+TEST_CASE("masks: the metrics of a masked output count its unmasked steps of the whole epoch, as Keras weighs them by the mask") {
   const auto emb = tl::Embedding(4, 1, {.mask_zero = true});
   const Symbol in = tandem::Input({3}, DType::I32);
   tandem::Model model(in, emb(in));
@@ -218,11 +218,15 @@ TEST_CASE("masks: the metrics of a masked output average over its unmasked steps
   CHECK(std::abs(logs.at("mae") - (0.5 + 2.5 + 2.5) / 3) <= 1e-6);
   CHECK(std::abs(logs.at("mse") - (0.25 + 6.25 + 6.25) / 3) <= 1e-6);
 
-  // Metrics over thresholds cannot be weighed by a mask yet: refused by name, not counted over the padding.
-  model.compile({.optimizer = "sgd", .loss = "mse", .metrics = {"auc"}});
-  CHECK(error_of([&] { model.evaluate(Tensor::from({2, 3}, std::span<const int32_t>(ids)),
-                                      Tensor::from({2, 3, 1}, std::span<const double>(target)).cast(DType::F32), {.verbose = 0}); })
-            .find("metric \"auc\" counts over thresholds or classes") != std::string::npos);
+  // Precision and recall count each element by the mask (Keras's sample_weight). Unmasked, the
+  // predictions are 1, 3 (row 0) and 3 (row 1), all above 0.5, with targets 1, 0 and 0: precision
+  // 1/3, recall 1/1. Counted over the padding too (predictions 0), recall would be 1/4.
+  model.compile({.optimizer = "sgd", .loss = "mse", .metrics = {"precision", "recall"}});
+  const std::vector<double> labels = {1, 0, 1, 0, 1, 1};
+  const tandem::Logs counted = model.evaluate(Tensor::from({2, 3}, std::span<const int32_t>(ids)),
+                                              Tensor::from({2, 3, 1}, std::span<const double>(labels)).cast(DType::F32), {.verbose = 0});
+  CHECK(std::abs(counted.at("precision") - 1.0 / 3) <= 1e-6);
+  CHECK(std::abs(counted.at("recall") - 1.0) <= 1e-6);
 }
 
 TEST_CASE("masks: recurrent layers carry their states over masked steps, so a padded batch trains as its rows unpadded") {

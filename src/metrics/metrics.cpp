@@ -68,15 +68,25 @@ void check(const std::string& name, const Loss& loss) {
   throw ValueError("compile: unknown metric '" + name + "'; expected one of " + list + ", or a name given to metrics::register_metric");
 }
 
-Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target) {
+Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target, graph::Value mask) {
   const std::string r = resolve(name, loss);
+  // The mask (batch, steps) as each prediction element's weight: pred is (batch, steps, ...).
+  auto weight = [&]() -> graph::Value {
+    if (!mask.valid()) return {};
+    const TensorType p = g.type(pred);
+    const Shape m = g.type(mask).shape;
+    std::vector<int64_t> dims = m.dims();
+    while (static_cast<int>(dims.size()) < p.shape.rank()) dims.push_back(1);
+    return ops::broadcast_to(g, ops::reshape(g, ops::cast(g, mask, p.dtype), Shape(dims)), p.shape);
+  };
   if (r == "sparse_categorical_accuracy") return {ops::equal(g, ops::argmax(g, pred), ops::cast(g, target, DType::I64))};
   if (r == "categorical_accuracy") return {ops::equal(g, ops::argmax(g, pred), ops::argmax(g, target))};
   if (r == "binary_accuracy") return {g.add("binary_accuracy", {pred, dense_target(g, pred, target, name)}, {{"threshold", 0.5}})};
   if (r == "mae") return {ops::absolute_error(g, pred, dense_target(g, pred, target, name))};
   if (r == "mse") return {ops::squared_error(g, pred, dense_target(g, pred, target, name))};
-  if (r == "precision" || r == "recall") return {ops::confusion_counts(g, pred, dense_target(g, pred, target, name), 1, 0.5), false};
-  if (r == "auc") return {ops::confusion_counts(g, pred, dense_target(g, pred, target, name), kAucThresholds), false};
+  if (r == "precision" || r == "recall")
+    return {ops::confusion_counts(g, pred, dense_target(g, pred, target, name), 1, 0.5, weight()), false};
+  if (r == "auc") return {ops::confusion_counts(g, pred, dense_target(g, pred, target, name), kAucThresholds, 0.5, weight()), false};
   if (r == "sparse_top_k_categorical_accuracy") {
     const TensorType t = g.type(target);
     const graph::Value ids = t.shape.rank() == 2 ? ops::reshape(g, target, {t.shape[0]}) : target;

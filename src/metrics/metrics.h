@@ -21,7 +21,11 @@ struct Emitted {
   graph::Value value;
   bool per_sample = true;
 };
-Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target);
+// `mask` (optional): the output's mask (batch, steps); the counting metrics (precision, recall,
+// AUC) then count each element by it, as Keras weighs them. Per-sample values are returned
+// unweighted: the caller weighs their mean.
+Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target,
+             graph::Value mask = {});
 
 // How many sums the metric keeps: 1 for a mean.
 std::size_t sums(const std::string& name, const Loss& loss);

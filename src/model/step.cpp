@@ -234,12 +234,8 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
       for (std::size_t i = 0; i < outputs.size(); ++i)
         for (const std::string& m : metrics[i]) {
           graph::ScopeGuard scope(g, several ? output_name(i).append("_").append(m) : m);
-          const metrics::Emitted e = metrics::emit(g, m, *losses[i], preds[i], ys[i]);
-          if (masks[i].valid() && !e.per_sample)
-            throw ValueError("Model \"" + name + "\": output \"" + output_name(i) + "\" carries a mask (from " + outputs[i].node()->mask_origin +
-                             "), and metric \"" + m + "\" counts over thresholds or classes, which Tandem does not weigh by a mask yet; " +
-                             "use a metric that averages per step (accuracy, mae, ...) or end the mask before the output");
-          if (masks[i].valid()) add_masked_sums(e.value, i, std::string("metric \"").append(m).append("\""));
+          const metrics::Emitted e = metrics::emit(g, m, *losses[i], preds[i], ys[i], masks[i]);  // counts weighed by the mask
+          if (masks[i].valid() && e.per_sample) add_masked_sums(e.value, i, std::string("metric \"").append(m).append("\""));
           else e.per_sample ? add_row_sum(e.value) : add_sums(e.value);
         }
     }

@@ -72,9 +72,10 @@ Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed);
 Value micro_sum(Graph& g, Value v);
 
 // Metric counts (ops/metric_counts.cpp). confusion_counts: per threshold, the positives and the
-// negatives predicted above it, then all positives and negatives, (2T + 2,); T = 1 uses
-// `threshold`, T > 1 Keras's AUC thresholds. in_top_k: 1 where the target class is in the top k.
-Value confusion_counts(Graph& g, Value pred, Value target, int64_t num_thresholds, double threshold = 0.5);
+// negatives predicted above it, then all positives and negatives, (2T + 2,), each element
+// counting its `weight` where one is given (pred's shape); T = 1 uses `threshold`, T > 1 Keras's
+// AUC thresholds. in_top_k: 1 where the target class is in the top k.
+Value confusion_counts(Graph& g, Value pred, Value target, int64_t num_thresholds, double threshold = 0.5, Value weight = {});
 Value in_top_k(Graph& g, Value pred, Value ids, int64_t k);
 
 Value argmax(Graph& g, Value x, int axis = -1);           // int64

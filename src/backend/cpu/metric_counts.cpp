@@ -13,6 +13,7 @@ template <class T>
 KernelFn make_confusion_counts(const KernelInit& k) {
   const T* p = in<T>(k, 0);
   const T* t = in<T>(k, 1);
+  const T* w = k.in.size() == 3 ? in<T>(k, 2) : nullptr;  // each element's weight; none: 1
   T* y = out<T>(k);
   const int64_t n = numel(k.in_types[0]), thresholds = k.node.attrs.i("num_thresholds");
   const double single = thresholds == 1 ? k.node.attrs.f("threshold") : 0.0;
@@ -22,9 +23,10 @@ KernelFn make_confusion_counts(const KernelInit& k) {
     std::fill(y, y + 2 * thresholds + 2, T(0));
     for (int64_t e = 0; e < n; ++e) {
       const bool positive = t[e] != T(0);
+      const T weight = w ? w[e] : T(1);
       T* counts = y + (positive ? 0 : thresholds);
-      for (int64_t c = 0; c < thresholds; ++c) counts[c] += p[e] > (*cut)[static_cast<std::size_t>(c)] ? T(1) : T(0);
-      y[2 * thresholds + (positive ? 0 : 1)] += T(1);
+      for (int64_t c = 0; c < thresholds; ++c) counts[c] += p[e] > (*cut)[static_cast<std::size_t>(c)] ? weight : T(0);
+      y[2 * thresholds + (positive ? 0 : 1)] += weight;
     }
   };
 }

@@ -1,5 +1,6 @@
-// confusion_counts and in_top_k (ops/metric_counts.cpp) on CUDA devices. Counts are integers summed
-// by block trees, so they are exact and need no atomics.
+// confusion_counts and in_top_k (ops/metric_counts.cpp) on CUDA devices. Counts (or the weights of
+// the counted elements) are summed in double by block trees, in a fixed order and without atomics:
+// exact for counts and 0/1 weights.
 #include "backend/cuda/reduction.cuh"
 #include "backend/loss_math.h"
 
@@ -9,15 +10,16 @@ namespace {
 // Block c < thresholds counts the positives and the negatives predicted above threshold c; block
 // `thresholds` counts all positives and negatives. Layout: (T positives, T negatives, P, N).
 template <class T>
-__global__ void confusion_counts_kernel(T* y, const T* p, const T* t, int64_t n, int64_t thresholds, double single) {
+__global__ void confusion_counts_kernel(T* y, const T* p, const T* t, const T* w, int64_t n, int64_t thresholds, double single) {
   for (int64_t c = blockIdx.x; c <= thresholds; c += gridDim.x) {
     const bool totals = c == thresholds;
     const T cut = totals ? T(0) : loss::confusion_threshold<T>(c, thresholds, single);
-    int64_t positives = 0, negatives = 0;
+    double positives = 0, negatives = 0;
     for (int64_t e = threadIdx.x; e < n; e += kBlock) {
       if (!totals && !(p[e] > cut)) continue;
-      if (t[e] != T(0)) ++positives;
-      else ++negatives;
+      const double weight = w ? double(w[e]) : 1.0;
+      if (t[e] != T(0)) positives += weight;
+      else negatives += weight;
     }
     positives = block_reduce(positives, Plus{});
     negatives = block_reduce(negatives, Plus{});
@@ -31,6 +33,7 @@ template <class T>
 KernelFn make_confusion_counts(const KernelInit& k) {
   const T* p = in<T>(k, 0);
   const T* t = in<T>(k, 1);
+  const T* w = k.in.size() == 3 ? in<T>(k, 2) : nullptr;
   T* y = out<T>(k);
   const int64_t n = numel(k.in_types[0]), thresholds = k.node.attrs.i("num_thresholds");
   const double single = thresholds == 1 ? k.node.attrs.f("threshold") : 0.0;
@@ -39,7 +42,7 @@ KernelFn make_confusion_counts(const KernelInit& k) {
   cudaStream_t s = stream(k);
   const std::string label = kernel_label(k);
   return [=] {
-    confusion_counts_kernel<<<grid, kBlock, 0, s>>>(y, p, t, n, thresholds, single);
+    confusion_counts_kernel<<<grid, kBlock, 0, s>>>(y, p, t, w, n, thresholds, single);
     check_launch(label);
   };
 }
