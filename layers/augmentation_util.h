@@ -124,16 +124,23 @@ inline graph::Value transform(CallContext& ctx, const std::string& who, graph::V
   return ops::image_affine_transform(ctx.g, x, t, o.interpolation, o.fill_mode, o.fill_value);
 }
 
-// The fields RandomTranslation, RandomRotation and RandomZoom share, after their factors.
+// The fields RandomTranslation, RandomRotation and RandomZoom share; each layer lists them in the
+// order Keras writes its config.
 template <class Args>
-std::vector<Field<Args>> transform_fields() {
-  return {
-      field<Args>("fill_mode", [](auto& a) -> auto& { return a.options.fill_mode; }, kFillModes),
-      field<Args>("interpolation", [](auto& a) -> auto& { return a.options.interpolation; }, kInterpolations),
-      field<Args>("seed", [](auto& a) -> auto& { return a.options.seed; }),
-      field<Args>("fill_value", [](auto& a) -> auto& { return a.options.fill_value; }),
-      fixed<Args>("data_format", "channels_last"),
-  };
+Field<Args> fill_mode_field() {
+  return field<Args>("fill_mode", [](auto& a) -> auto& { return a.options.fill_mode; }, kFillModes);
+}
+template <class Args>
+Field<Args> interpolation_field() {
+  return field<Args>("interpolation", [](auto& a) -> auto& { return a.options.interpolation; }, kInterpolations);
+}
+template <class Args>
+Field<Args> seed_field() {
+  return field<Args>("seed", [](auto& a) -> auto& { return a.options.seed; });
+}
+template <class Args>
+Field<Args> fill_value_field() {
+  return field<Args>("fill_value", [](auto& a) -> auto& { return a.options.fill_value; });
 }
 
 }  // namespace augmentation

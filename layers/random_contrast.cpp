@@ -12,10 +12,10 @@ struct RandomContrastArgs {
 };
 
 const Fields<RandomContrastArgs> kFields{
+    fixed<RandomContrastArgs>("data_format", "channels_last"),
     augmentation::value_field<RandomContrastArgs>("factor", [](auto& a) -> auto& { return a.factor; }, augmentation::within_bounds(0, 1)),
     augmentation::value_field<RandomContrastArgs>("value_range", [](auto& a) -> auto& { return a.options.value_range; }),
     field<RandomContrastArgs>("seed", [](auto& a) -> auto& { return a.options.seed; }),
-    fixed<RandomContrastArgs>("data_format", "channels_last"),
 };
 
 class RandomContrastLayer : public Layer {

@@ -14,9 +14,9 @@ struct RandomFlipArgs {
 };
 
 const Fields<RandomFlipArgs> kFields{
+    fixed<RandomFlipArgs>("data_format", "channels_last"),
     field<RandomFlipArgs>("seed", [](auto& a) -> auto& { return a.seed; }),
     field<RandomFlipArgs>("mode", [](auto& a) -> auto& { return a.mode; }, rules::one_of({"horizontal", "vertical", "horizontal_and_vertical"})),
-    fixed<RandomFlipArgs>("data_format", "channels_last"),
 };
 
 class RandomFlipLayer : public Layer {

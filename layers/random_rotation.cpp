@@ -10,14 +10,15 @@ struct RandomRotationArgs {
   RandomTransformOptions options;
 };
 
-std::vector<Field<RandomRotationArgs>> fields() {
-  std::vector<Field<RandomRotationArgs>> f{
-      augmentation::value_field<RandomRotationArgs>("factor", [](auto& a) -> auto& { return a.factor; }, augmentation::within_bounds(-1, 1)),
-  };
-  for (auto& shared : augmentation::transform_fields<RandomRotationArgs>()) f.push_back(std::move(shared));
-  return f;
-}
-const Fields<RandomRotationArgs> kFields(fields());
+using A = RandomRotationArgs;
+const Fields<A> kFields{
+    fixed<A>("data_format", "channels_last"),
+    augmentation::value_field<A>("factor", [](auto& a) -> auto& { return a.factor; }, augmentation::within_bounds(-1, 1)),
+    augmentation::fill_mode_field<A>(),
+    augmentation::fill_value_field<A>(),
+    augmentation::interpolation_field<A>(),
+    augmentation::seed_field<A>(),
+};
 
 class RandomRotationLayer : public Layer {
  public:

@@ -10,16 +10,16 @@ struct RandomTranslationArgs {
   RandomTransformOptions options;
 };
 
-std::vector<Field<RandomTranslationArgs>> fields() {
-  const auto factor_rule = augmentation::each_in(-1, 1, false);
-  std::vector<Field<RandomTranslationArgs>> f{
-      augmentation::value_field<RandomTranslationArgs>("height_factor", [](auto& a) -> auto& { return a.height_factor; }, factor_rule),
-      augmentation::value_field<RandomTranslationArgs>("width_factor", [](auto& a) -> auto& { return a.width_factor; }, factor_rule),
-  };
-  for (auto& shared : augmentation::transform_fields<RandomTranslationArgs>()) f.push_back(std::move(shared));
-  return f;
-}
-const Fields<RandomTranslationArgs> kFields(fields());
+using A = RandomTranslationArgs;
+const Fields<A> kFields{
+    fixed<A>("data_format", "channels_last"),
+    augmentation::value_field<A>("height_factor", [](auto& a) -> auto& { return a.height_factor; }, augmentation::each_in(-1, 1, false)),
+    augmentation::value_field<A>("width_factor", [](auto& a) -> auto& { return a.width_factor; }, augmentation::each_in(-1, 1, false)),
+    augmentation::fill_mode_field<A>(),
+    augmentation::interpolation_field<A>(),
+    augmentation::seed_field<A>(),
+    augmentation::fill_value_field<A>(),
+};
 
 class RandomTranslationLayer : public Layer {
  public:

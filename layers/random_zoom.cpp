@@ -11,15 +11,16 @@ struct RandomZoomArgs {
   RandomTransformOptions options;
 };
 
-std::vector<Field<RandomZoomArgs>> fields() {
-  std::vector<Field<RandomZoomArgs>> f{
-      augmentation::value_field<RandomZoomArgs>("height_factor", [](auto& a) -> auto& { return a.height_factor; }, augmentation::each_in(-1, 1, true)),
-      augmentation::value_field<RandomZoomArgs>("width_factor", [](auto& a) -> auto& { return a.width_factor; }, augmentation::each_in_or_none(-1, 1, true)),
-  };
-  for (auto& shared : augmentation::transform_fields<RandomZoomArgs>()) f.push_back(std::move(shared));
-  return f;
-}
-const Fields<RandomZoomArgs> kFields(fields());
+using A = RandomZoomArgs;
+const Fields<A> kFields{
+    fixed<A>("data_format", "channels_last"),
+    augmentation::value_field<A>("height_factor", [](auto& a) -> auto& { return a.height_factor; }, augmentation::each_in(-1, 1, true)),
+    augmentation::value_field<A>("width_factor", [](auto& a) -> auto& { return a.width_factor; }, augmentation::each_in_or_none(-1, 1, true)),
+    augmentation::fill_mode_field<A>(),
+    augmentation::interpolation_field<A>(),
+    augmentation::seed_field<A>(),
+    augmentation::fill_value_field<A>(),
+};
 
 class RandomZoomLayer : public Layer {
  public:

@@ -460,6 +460,13 @@ TEST_CASE("augmentation: Keras-made files with the layers load with Keras's conf
       if (cls.rfind("Random", 0) != 0) continue;
       INFO(cls);
       CHECK(comparable(my_layers[i].at("config"), keras_layers[i].at("config")) == without_ids(keras_layers[i].at("config")));
+      // In Keras's order of keys, too.
+      auto keys = [&](const std::string& text) {
+        std::vector<std::string> k;
+        for (const auto& [key, value] : nlohmann::ordered_json::parse(text).at("config").at("layers").at(i).at("config").items()) k.push_back(key);
+        return k;
+      };
+      CHECK(keys(zip_entry(mine, "config.json")) == keys(zip_entry(dir / "augment.keras", "config.json")));
     }
     CHECK(max_difference(tandem::load_model(mine.string())->predict(x), y) <= 1e-5);
   }

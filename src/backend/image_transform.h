@@ -15,6 +15,9 @@
 
 #include "core/host_device.h"
 #include "core/random.h"
+#include "graph/attrs.h"
+#include "ops/image.h"
+#include "tandem/tensor.h"
 
 namespace tandem::image {
 
@@ -125,6 +128,18 @@ TANDEM_HD void draw_params(const ParamSpec& p, uint64_t step, uint64_t row, T* o
     }
   }
   for (int i = 0; i < param_count(p.kind); ++i) out[i] = static_cast<T>(t[i]);
+}
+
+// What a random_image_params node with attributes `a` on images of shape `images` draws (host
+// code of both backends' kernel factories).
+inline ParamSpec param_spec(const graph::Attrs& a, const Shape& images) {
+  ParamSpec p;
+  p.kind = ops::param_kind_code(a.s("kind"), "random_image_params");
+  p.h_lower = a.f("h_lower"), p.h_upper = a.f("h_upper"), p.w_lower = a.f("w_lower"), p.w_upper = a.f("w_upper");
+  p.same_zoom = a.b("same_zoom");
+  p.height = images[1], p.width = images[2];
+  p.seed = static_cast<uint64_t>(a.i("seed"));
+  return p;
 }
 
 }  // namespace tandem::image

@@ -6,10 +6,6 @@
 
 #include "graph/op_registry.h"
 
-namespace tandem::image {
-struct ParamSpec;
-}
-
 namespace tandem::ops {
 
 // Keras's ops.image.affine_transform: output pixel (x, y) of image n samples images[n] at the point
@@ -32,11 +28,9 @@ struct RandomImageParams {
   uint64_t seed = 0;
 };
 Value random_image_params(Graph& g, Value images, Value step, const RandomImageParams& p);
-// What a random_image_params node with attributes `a` on images of shape `images` draws (for the
-// kernels of both backends).
-image::ParamSpec random_image_param_spec(const Attrs& a, const Shape& images);
 
-// The attributes' names as backend/image_transform.h's codes; an unknown name throws ShapeError
+// The attributes' names as the codes of the kernels' math (backend/image_transform.h's enums, in
+// the order listed in image_affine_transform.cpp); an unknown name throws ShapeError
 // naming `op` and the names accepted.
 int interpolation_code(const std::string& name, const char* op);
 int fill_mode_code(const std::string& name, const char* op);

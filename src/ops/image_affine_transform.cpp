@@ -2,7 +2,6 @@
 // image_affine_transform_grad: the sampling weights scattered back onto the pixels they read.
 // Both are linear in the image (fill_value aside), so each is the other's gradient; the transforms
 // get none (the augmentation layers draw them, nothing upstream learns them).
-#include "backend/image_transform.h"
 #include "ops/image.h"
 #include "ops/layout_rules.h"
 #include "ops/ops.h"

@@ -83,7 +83,7 @@ KernelFn make_transform_grad(const KernelInit& k) {
 template <class T>
 KernelFn make_random_image_params(const KernelInit& k) {
   const auto& a = k.node.attrs;
-  const image::ParamSpec p = ops::random_image_param_spec(a, k.in_types[0].shape);
+  const image::ParamSpec p = image::param_spec(a, k.in_types[0].shape);
   // Micro-batch j of a step holds the global rows from j × micro_rows on.
   const int64_t row_offset = a.i("row_offset", 0) + k.micro_batch * a.i("micro_rows", 0);
   const int64_t rows = k.in_types[0].shape[0], count = image::param_count(p.kind);
