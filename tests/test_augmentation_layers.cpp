@@ -374,7 +374,8 @@ TEST_CASE("augmentation: RandomContrast is (x − mean) · c + mean per channel,
 }
 
 TEST_CASE("augmentation: the same seed and step give bitwise the same images and gradients on 1 and 4 threads; another step or seed does not") {
-  const Shape shape{32, 9, 8, 3};
+  // Big enough that the image kernels split rows (forward) and images (gradient) across 4 threads.
+  const Shape shape{48, 40, 36, 3};
   const std::vector<double> xv = uniform_values(shape.num_elements(), 0, 255, 9);
   auto stack = [](uint64_t seed) {
     return std::vector<tandem::LayerRef>{tl::RandomFlip("horizontal_and_vertical", seed), tl::RandomTranslation(0.2, 0.2, {.seed = seed + 1}),
