@@ -376,7 +376,7 @@ TEST_CASE("augmentation: RandomContrast is (x − mean) · c + mean per channel,
   }
 }
 
-TEST_CASE("augmentation: the same seed and step give bitwise the same images and gradients on 1 and 4 threads; another step or seed does not") {
+TEST_CASE("augmentation: the same seed and step give bitwise the same images and gradients on 1 and 4 threads, and another step or seed others") {
   // Big enough that the image kernels split rows (forward) and images (gradient) across 4 threads.
   const Shape shape{48, 40, 36, 3};
   const std::vector<double> xv = uniform_values(shape.num_elements(), 0, 255, 9);
