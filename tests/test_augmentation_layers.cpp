@@ -433,11 +433,14 @@ std::vector<Tensor> augmented_cnn_after_five_steps(tandem::distribute::StrategyP
 }
 }  // namespace
 
-TEST_CASE("augmentation: training with the layers under Mirrored on 2 virtual CPU devices equals one device") {
+TEST_CASE("augmentation: training with the layers under Mirrored (and Pipeline with 2 micro-batches) on 2 virtual CPU devices equals one device") {
   const auto one = augmented_cnn_after_five_steps(tandem::distribute::Default(), true);
   const auto two = augmented_cnn_after_five_steps(tandem::distribute::Mirrored(cpus(2)), true);
   CHECK(max_relative_difference(two, one) <= 1e-5);
   MESSAGE("Mirrored on 2 CPU devices against one device: largest relative weight difference " << max_relative_difference(two, one));
+  // Pipeline's micro-batches keep their rows' global indices too.
+  const auto piped = augmented_cnn_after_five_steps(tandem::distribute::Pipeline(cpus(2), {.micro_batches = 2}), true);
+  CHECK(max_relative_difference(piped, one) <= 1e-5);
   // The draws matter: without the layers the same training ends elsewhere.
   const auto plain = augmented_cnn_after_five_steps(tandem::distribute::Default(), false);
   CHECK(max_relative_difference(plain, one) > 1e-3);
