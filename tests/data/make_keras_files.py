@@ -324,5 +324,36 @@ def data(name, m, rng, n):  # noqa: F811
     return masked_data(name, m, rng, n) if name in MASK_MODELS else _data_without_masks(name, m, rng, n)
 
 
+
+# Freezing (Keras's layer.trainable = False), a PREDICT_ONLY model:
+#   frozen        Dense(relu) and BatchNormalization frozen, then Dense trainable (functional; Adam):
+#                 the configs say "trainable": false, and the optimizer has slots for the last
+#                 Dense alone
+FROZEN_MODELS = ["frozen"]
+PREDICT_ONLY += FROZEN_MODELS
+SEED_ORDER += FROZEN_MODELS
+_model_before_frozen, _data_before_frozen = model, data
+
+
+def frozen_model():
+    x = keras.Input((5,))
+    hidden, norm = layers.Dense(6, activation="relu"), layers.BatchNormalization()
+    m = keras.Model(x, layers.Dense(3)(norm(hidden(x))), name="frozen")
+    hidden.trainable = False
+    norm.trainable = False
+    m.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def model(name):  # noqa: F811
+    return frozen_model() if name in FROZEN_MODELS else _model_before_frozen(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    if name in FROZEN_MODELS:
+        return rng.standard_normal((n, 5)).astype("float32"), rng.integers(0, 3, size=(n,)).astype("int32")
+    return _data_before_frozen(name, m, rng, n)
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])
