@@ -253,6 +253,27 @@ TEST_CASE("activations: Softmax layer along an axis") {
   }
 }
 
+TEST_CASE("activations: Softmax with a mask broadcasts it as Keras does and gives masked positions 0") {
+  // Masking makes a (batch, steps) mask; Keras's Softmax aligns it with the input's last axes, so
+  // on a (1, 3, 3) input the mask of the steps masks the features of every row.
+  const tandem::Symbol in = tandem::Input({3, 3});
+  tandem::Model m(in, tl::Softmax()(tl::Masking(0.0)(in)));
+  const std::vector<double> x{1, 2, 3, 0, 0, 0, 4, 6, 5};  // step 1 is all zeros: masked
+  const std::vector<double> y = values_of(m.predict(Tensor::from(Shape{1, 3, 3}, std::span<const double>(x))));
+  for (std::size_t r = 0; r < 3; ++r) {
+    const double a = std::exp(x[r * 3]), c = std::exp(x[r * 3 + 2]);
+    CHECK(y[r * 3] == doctest::Approx(a / (a + c)).epsilon(1e-6));
+    CHECK(y[r * 3 + 1] == 0);
+    CHECK(y[r * 3 + 2] == doctest::Approx(c / (a + c)).epsilon(1e-6));
+  }
+  const std::string wrong = error_of([] {
+    const tandem::Symbol in = tandem::Input({3, 4});
+    tandem::Model m(in, tl::Softmax(-1, "s")(tl::Masking(0.0)(in)));
+    m.predict(Tensor(Shape{2, 3, 4}, DType::F32));
+  });
+  CHECK(wrong.find("Softmax \"s\": the mask must broadcast to the input") == 0);
+}
+
 TEST_CASE("activations: a Keras-made model with every activation layer and name loads and predicts as Keras did") {
   const Json m = read_json(kData / "keras" / "models.json").at("activations");
   const Tensor x = tensor_of(m.at("x")), want = tensor_of(m.at("y"));
