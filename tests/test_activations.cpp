@@ -310,6 +310,10 @@ TEST_CASE("activations: layer configs are Keras's and bad arguments are refused 
   CHECK(tl::LeakyReLU()->name().rfind("leaky_re_lu", 0) == 0);
   CHECK(tl::PReLU()->name().rfind("p_re_lu", 0) == 0);
 
+  CHECK(error_of([] {
+          Graph g;
+          ops::silu(g, g.placeholder("ids", {Shape{2}, DType::I32}));
+        }) == "silu: expected a float tensor, got int32");
   CHECK(error_of([] { tl::ReLU(-1.0, 0, 0, "r"); }) == "ReLU \"r\": max_value must be non-negative or none, got -1");
   CHECK(error_of([] { tl::ReLU(std::nullopt, -0.5, 0, "r"); }) == "ReLU \"r\": negative_slope must be non-negative, got -0.5");
   CHECK(error_of([] { tl::ReLU(std::nullopt, 0, -2, "r"); }) == "ReLU \"r\": threshold must be non-negative, got -2");
