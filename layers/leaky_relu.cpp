@@ -13,6 +13,8 @@ struct LeakyReLUArgs {
 
 const Fields<LeakyReLUArgs> kFields{
     field<LeakyReLUArgs>("negative_slope", [](auto& a) -> auto& { return a.negative_slope; }, rules::non_negative),
+    // Keras 2 (tf.keras) wrote the slope as "alpha", which Keras 3 still reads in its place.
+    read_only(field<LeakyReLUArgs>("alpha", [](auto& a) -> auto& { return a.negative_slope; })),
 };
 
 const ActivationLayerKind<LeakyReLUArgs> kKind{

@@ -330,6 +330,10 @@ TEST_CASE("activations: layer configs are Keras's and bad arguments are refused 
   const std::string unknown = error_of([] { tl::Dense(2, "swishy", {.name = "d"}); });
   CHECK(unknown.find("Dense \"d\": unknown activation 'swishy'; expected one of linear, relu") == 0);
   CHECK(unknown.find("hard_swish") != std::string::npos);
+  // Keras 2's LeakyReLU config names the slope "alpha"; Keras 3 reads it, and writes it back as negative_slope.
+  const auto legacy = tl::layer_from_config("LeakyReLU", tl::Json::parse(R"({"name": "l", "trainable": true, "alpha": 0.1})"));
+  CHECK(Json::parse(legacy->config_json()).at("negative_slope") == 0.1);
+  CHECK_FALSE(Json::parse(legacy->config_json()).contains("alpha"));
   CHECK(error_of([] { tl::layer_from_config("Softmax", tl::Json::parse(R"({"name": "s", "axis": [1, 2]})")); })
             .find("one integer axis") != std::string::npos);
   CHECK(error_of([] { tl::layer_from_config("PReLU", tl::Json::parse(R"({"name": "p", "alpha_regularizer": {"class_name": "L2"}})")); })
