@@ -78,7 +78,9 @@ class BatchNormalizationLayer : public Layer {
     const TensorType per_channel{Shape{channels_}, t.dtype};
     const graph::Value gamma = gamma_ ? ctx.variable(*gamma_) : ops::fill(g, per_channel, 1.0);
     const graph::Value beta = beta_ ? ctx.variable(*beta_) : ops::fill(g, per_channel, 0.0);
-    if (!ctx.training)
+    // Frozen (trainable false), it runs in inference mode in training too, as in Keras 3: fine-tuning
+    // a base model must not move its statistics.
+    if (!ctx.training || !trainable())
       return ops::batch_norm_infer(g, x, gamma, beta, ctx.variable(*moving_mean_), ctx.variable(*moving_variance_), axis_,
                                    args_.options.epsilon);
     const ops::BatchNormTrainResult r = ops::batch_norm_train(g, x, gamma, beta, axis_, args_.options.epsilon);

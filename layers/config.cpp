@@ -11,6 +11,7 @@ namespace tandem::layers {
 
 std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none) {
   Json config = config::layer_basics_json(layer.name(), layer.dtype());
+  config["trainable"] = layer.trainable();
   for (const auto& [key, value] : args.items()) config[key] = value;
   for (const char* key : none) config[key] = nullptr;
   return config.dump();
@@ -38,6 +39,7 @@ std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Js
   reader.read_layer_basics();
   std::shared_ptr<Layer> layer = (*found)(reader);
   reader.check_all_read();
+  if (config.contains("trainable") && !config.at("trainable").get<bool>()) layer->set_trainable(false);
   // A config may leave the name out (the layer is then named automatically), never change it.
   if (!reader.name().empty() && layer->name() != reader.name())
     throw ValueError(class_name + ": the rebuilt layer is named \"" + layer->name() + "\", expected \"" + reader.name() + "\"");

@@ -44,6 +44,7 @@ inline constexpr struct Positive {
 } positive;
 inline constexpr struct NonNegative {
   std::string operator()(int64_t v) const { return v >= 0 ? "" : "non-negative"; }
+  std::string operator()(double v) const { return v >= 0 ? "" : "non-negative"; }  // NaN is refused
 } non_negative;
 // [lo, hi) when `closed` is false, [lo, hi] when true.
 inline std::function<std::string(double)> in_range(double lo, double hi, bool closed) {
@@ -174,15 +175,12 @@ Field<Args> initializer(const char* key, Get get) {
           [get, key](const ConfigReader& c, Args& a) { get(a) = c.initializer(key, get(a)); }, nullptr};
 }
 
-// An activation's name ("" and "linear" are the identity, written "linear"), checked against the
-// activations Tandem has.
+// An activation's name ("" and "linear" are the identity, written "linear"; an alias such as
+// "swish" is written as Keras writes it, "silu"), checked against the activations Tandem has.
 template <class Args, class Get>
 Field<Args> activation(const char* key, Get get) {
   return {key,
-          [get](const Args& a) {
-            const std::string& v = get(a);
-            return Json(v.empty() ? "linear" : v);
-          },
+          [get](const Args& a) { return Json(activation_config_name(get(a))); },
           [get, key](const ConfigReader& c, Args& a) { get(a) = c.activation(key); },
           [get](const std::string& who, const Args& a) { check_activation(get(a), who); }};
 }

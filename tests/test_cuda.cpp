@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -17,6 +18,7 @@
 #include "backend/device.h"
 #include "backend/kernel_registry.h"
 #include "distribute/strategy.h"
+#include "ops/activation_functions.h"
 #include "ops/image.h"
 #include "ops/ops.h"
 #include "ops/recurrent.h"
@@ -379,6 +381,24 @@ TEST_CASE("cuda: simple_rnn and simple_rnn_grad on gpu:0 equal the CPU's (float6
     c.check({r.y, r.h}, {xw, h0, u});
   }
 }
+
+TEST_CASE("cuda: the further activations and their gradients on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  using tandem::graph::Graph;
+  using tandem::graph::Value;
+  namespace ops = tandem::ops;
+  const std::vector<std::pair<const char*, std::function<Value(Graph&, Value)>>> activations{
+      {"silu", ops::silu}, {"selu", ops::selu}, {"softplus", ops::softplus}, {"softsign", ops::softsign},
+      {"hard_sigmoid", ops::hard_sigmoid}, {"hard_silu", ops::hard_silu}, {"mish", ops::mish}, {"relu6", ops::relu6},
+      {"elu", [](Graph& g, Value x) { return ops::elu(g, x, 0.5); }},
+      {"leaky_relu", [](Graph& g, Value x) { return ops::leaky_relu(g, x, 0.3); }},
+      {"relu_general", [](Graph& g, Value x) { return ops::relu_general(g, x, {.negative_slope = 0.2, .max_value = 4.0, .threshold = 1.0}); }}};
+  for (const auto& [name, op] : activations) {
+    INFO(name);
+    DeviceComparison c;
+    const Value x = c.uniform({6, 8}, -8, 8);
+    c.check({op(c.g, x)}, {x});
+  }
 
 TEST_CASE("cuda: image_affine_transform, its gradient and random_image_params on gpu:0 equal the CPU's (float64)") {
   if (skip_without_gpu()) return;

@@ -356,3 +356,26 @@ TEST_CASE("keras files: MultiHeadAttention called with attention_mask= (a model 
     CHECK(max_difference(tandem::load_model(mine.string())->predict(x).at(0), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
   }
 }
+
+TEST_CASE("keras files: frozen layers load frozen, predict as Keras did, and are written back frozen") {
+  // frozen: Dense(relu) and BatchNormalization with trainable = False, then a trainable Dense
+  // (Adam); Keras's optimizer has slots for the last Dense alone.
+  const Json m = read_json(kData / "models.json").at("frozen");
+  for (const std::string ext : {".keras", ".h5"}) {
+    INFO("frozen" << ext);
+    std::unique_ptr<tandem::Model> model = tandem::load_model((kData / ("frozen" + ext)).string());
+    CHECK(max_difference(model->predict(tensor_of(m.at("x"), DType::F32)), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
+    const auto layers = model->layers();
+    REQUIRE(layers.size() == 3);
+    CHECK_FALSE(layers[0]->trainable());
+    CHECK_FALSE(layers[1]->trainable());
+    CHECK(layers[2]->trainable());
+    CHECK(model->trainable_weights().size() == 2);
+    CHECK(model->optimizer()->iterations() == m.at("iterations").get<int64_t>());
+    const fs::path mine = scratch("frozen_again" + ext);
+    model->save(mine.string());
+    const auto again = tandem::load_model(mine.string());
+    CHECK_FALSE(again->layers()[0]->trainable());
+    CHECK(again->trainable_weights().size() == 2);
+  }
+}

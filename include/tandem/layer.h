@@ -28,7 +28,8 @@ class Variable {
   int id() const { return id_; }
   const std::string& path() const { return path_; }  // "dense_1/kernel"
   const std::string& name() const { return name_; }  // "kernel"
-  bool trainable() const { return trainable_; }
+  // Created trainable and not frozen by its layer (Layer::set_trainable): what fit updates.
+  bool trainable() const { return trainable_ && !frozen_; }
   Tensor& value() { return value_; }
   const Tensor& value() const { return value_; }
   void assign(const Tensor& t);  // checks shape and dtype, copies into the existing storage
@@ -38,6 +39,8 @@ class Variable {
   std::string path_, name_;
   Tensor value_;
   bool trainable_;
+  bool frozen_ = false;
+  friend class Layer;  // freezes its weights
 };
 using VariablePtr = std::shared_ptr<Variable>;
 
@@ -87,6 +90,15 @@ class Layer : public std::enable_shared_from_this<Layer> {
   DType dtype() const { return dtype_; }
   const std::vector<VariablePtr>& weights() const { return weights_; }
   int64_t count_params() const;
+  // Keras's layer.trainable. False freezes the layer and its sublayers: fit leaves their weights
+  // unchanged (they count as non-trainable) and BatchNormalization runs in inference mode, as in
+  // Keras 3. Saved with the model; fit after a change recompiles its training step.
+  bool trainable() const { return trainable_; }
+  void set_trainable(bool trainable);
+  // Keras's layer.output: the output of the layer's one call (to build a model on another
+  // model's intermediate output). ValueError if the layer was never called, was called more than
+  // once, or its call has several outputs.
+  Symbol output() const;
   std::vector<Tensor> get_weights() const;
   void set_weights(const std::vector<Tensor>& values);  // same order and shapes as weights()
 
@@ -150,6 +162,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   DType dtype_ = DType::F32;
   std::vector<VariablePtr> weights_;
   std::vector<std::shared_ptr<Layer>> sublayers_;
+  bool trainable_ = true;
+  std::vector<std::weak_ptr<Symbol::Node>> calls_;  // for output(); weak: a call holds its layer
 };
 
 // What load_model calls to rebuild a custom layer of class `class_name` from its config (Keras's

@@ -19,7 +19,8 @@ LayerRef Dense(int64_t units, const std::string& activation = "", const DenseOpt
 LayerRef Flatten(const std::string& name = "");
 // Reshapes each sample (batch excluded); one dimension may be -1.
 LayerRef Reshape(Shape target_shape, const std::string& name = "");
-// "relu", "sigmoid", "tanh", "gelu", "softmax", "log_softmax", "linear".
+// Any of Keras 3's activation names Tandem has: "relu", "sigmoid", "tanh", "gelu", "softmax",
+// "silu" ("swish"), "elu", "selu", "mish", ... (docs/activations.md lists them).
 LayerRef Activation(const std::string& activation, const std::string& name = "");
 // Inverted dropout during training; identity in evaluate and predict.
 LayerRef Dropout(double rate, const std::string& name = "");
@@ -28,6 +29,7 @@ LayerRef InputLayer(Shape shape, const std::string& name = "");
 
 }  // namespace tandem::layers
 
+#include "tandem/layers/activations.h"
 #include "tandem/layers/attention.h"
 #include "tandem/layers/augmentation.h"
 #include "tandem/layers/conv.h"

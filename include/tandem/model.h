@@ -150,6 +150,16 @@ class Model {
   void summary(std::ostream& out = std::cout);
   std::string summary_string();
   std::vector<std::shared_ptr<Layer>> layers() const;
+  // Keras's get_layer: by name (ValueError listing the names if none has it) or by index in layers().
+  std::shared_ptr<Layer> get_layer(const std::string& name) const;
+  std::shared_ptr<Layer> get_layer(std::size_t index) const;
+  // The symbols the model was built on (a Sequential's once built), to build other models on them:
+  // Model(base.inputs(), Dense(10)(base.get_layer("features")->output())) shares base's layers.
+  const std::vector<Symbol>& inputs() const;
+  const std::vector<Symbol>& outputs() const;
+  // Keras's model.trainable: sets every layer's trainable (Layer::set_trainable); saved.
+  bool trainable() const;
+  void set_trainable(bool trainable);
   std::vector<VariablePtr> weights() const;            // every layer's, in layer order
   std::vector<VariablePtr> trainable_weights() const;
   std::vector<Tensor> get_weights() const;

@@ -95,7 +95,7 @@ void ConfigReader::expect_null(std::initializer_list<const char*> keys) const {
 void ConfigReader::read_layer_basics() const {
   name();
   read_.insert("name");
-  expect("trainable", true);
+  if (const Json* trainable = value("trainable"); trainable && !trainable->is_boolean()) fail("trainable", "true or false");
   // A layer computes in the float dtype of its inputs, so the config's says no more than they do.
   const Json* dtype = value("dtype");
   if (!dtype || dtype->is_null() || *dtype == "float32" || *dtype == "float64") return;

@@ -91,8 +91,29 @@ VariablePtr Layer::add_weight(const std::string& name, Shape shape, const std::s
     throw too_large("needs " + std::to_string(elements) + " elements, more memory than this machine can allocate");
   }
   auto v = std::make_shared<Variable>(name_ + "/" + name, std::move(value), trainable);
+  v->frozen_ = !trainable_;
   weights_.push_back(v);
   return v;
+}
+
+void Layer::set_trainable(bool trainable) {
+  trainable_ = trainable;
+  for (const VariablePtr& w : weights_) w->frozen_ = !trainable;
+  for (const auto& layer : sublayers_) layer->set_trainable(trainable);
+}
+
+Symbol Layer::output() const {
+  std::vector<std::shared_ptr<Symbol::Node>> calls;
+  for (const auto& c : calls_)
+    if (auto node = c.lock()) calls.push_back(std::move(node));
+  if (calls.empty()) throw ValueError(who() + ": has no output yet; call the layer on a symbol first");
+  if (calls.size() > 1)
+    throw ValueError(who() + ": was called " + std::to_string(calls.size()) +
+                     " times, so it has no single output; use the symbols its calls returned");
+  if (calls[0]->output_shapes.size() > 1)
+    throw ValueError(who() + ": its call has " + std::to_string(calls[0]->output_shapes.size()) +
+                     " outputs, so it has no single output; use the symbols .outputs(...) returned");
+  return Symbol(calls[0]);
 }
 
 void Layer::build_for(const std::vector<Shape>& input_shapes) {
@@ -159,6 +180,8 @@ std::vector<Symbol> Layer::outputs(const std::vector<Symbol>& xs) {
     }
     ys.push_back(Symbol(node));
   }
+  std::erase_if(calls_, [](const auto& c) { return c.expired(); });  // calls of symbols since dropped
+  calls_.push_back(call);
   return ys;
 }
 
@@ -229,6 +252,7 @@ void Layer::build_sublayer(const std::shared_ptr<Layer>& layer, const std::vecto
 void Layer::add_sublayer(const std::shared_ptr<Layer>& layer) {
   if (std::find(sublayers_.begin(), sublayers_.end(), layer) != sublayers_.end()) return;
   sublayers_.push_back(layer);
+  if (!trainable_) layer->set_trainable(false);  // a frozen layer's sublayers are frozen too
   for (const VariablePtr& w : layer->weights_)
     if (std::find(weights_.begin(), weights_.end(), w) == weights_.end()) weights_.push_back(w);
 }

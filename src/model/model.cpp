@@ -53,6 +53,8 @@ void Model::Impl::set_graph(const std::vector<Symbol>& in, const std::vector<Sym
     if (!reached.count(s.node().get()))
       throw ValueError(in.size() == 1 ? who + ": the output does not depend on the input"
                                       : who + ": no output depends on input \"" + s.node()->input_name + "\"");
+  if (!trainable)
+    for (const auto& layer : layers) layer->set_trainable(false);
 }
 
 std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector<graph::Value>& xs,
@@ -185,6 +187,27 @@ void Model::ensure_built(const Shape&, DType) {}
 
 const std::string& Model::name() const { return impl_->name; }
 std::vector<std::shared_ptr<Layer>> Model::layers() const { return impl_->layers; }
+std::shared_ptr<Layer> Model::get_layer(const std::string& name) const {
+  for (const auto& layer : impl_->layers)
+    if (layer->name() == name) return layer;
+  std::string names;
+  for (const auto& layer : impl_->layers) names.append(names.empty() ? "" : ", ").append(layer->name());
+  throw ValueError("Model \"" + impl_->name + "\": get_layer: no layer is named \"" + name + "\"; its layers are: " +
+                   (names.empty() ? std::string("none (the model is not built yet)") : names));
+}
+std::shared_ptr<Layer> Model::get_layer(std::size_t index) const {
+  if (index >= impl_->layers.size())
+    throw ValueError("Model \"" + impl_->name + "\": get_layer: index " + std::to_string(index) + " is out of range; the model has " +
+                     std::to_string(impl_->layers.size()) + " layers");
+  return impl_->layers[index];
+}
+const std::vector<Symbol>& Model::inputs() const { return impl_->inputs; }
+const std::vector<Symbol>& Model::outputs() const { return impl_->outputs; }
+bool Model::trainable() const { return impl_->trainable; }
+void Model::set_trainable(bool trainable) {
+  impl_->trainable = trainable;
+  for (const auto& layer : impl_->layers) layer->set_trainable(trainable);
+}
 std::vector<VariablePtr> Model::weights() const { return impl_->weights(); }
 std::vector<VariablePtr> Model::trainable_weights() const {
   std::vector<VariablePtr> out;

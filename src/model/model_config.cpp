@@ -101,7 +101,7 @@ Json sequential_config(const ModelGraph& m, ConfigForm form) {
                        " more than once; a saved Sequential is a list of distinct layers (share layers in a functional model)");
     list.push_back(layer_entry(layer.class_name(), parse_object(layer.config_json(), who(layer)), input_shapes(*call), form));
   }
-  Json config{{"name", m.name}, {"trainable", true}, {"dtype", config::dtype_policy_json(m.inputs[0].dtype() == DType::F64 ? DType::F64 : DType::F32)}};
+  Json config{{"name", m.name}, {"trainable", m.trainable}, {"dtype", config::dtype_policy_json(m.inputs[0].dtype() == DType::F64 ? DType::F64 : DType::F32)}};
   config["layers"] = list;
   config["build_input_shape"] = shape_json(m.inputs[0].shape());
   return model_entry("Sequential", config, shape_json(m.inputs[0].shape()), form);
@@ -182,7 +182,7 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
     entry["inbound_nodes"] = nodes;
     list.push_back(entry);
   }
-  Json config{{"name", m.name}, {"trainable", true}};
+  Json config{{"name", m.name}, {"trainable", m.trainable}};
   config["layers"] = list;
   // One input or output: Keras writes it as the connection itself, several as a list of them.
   auto endpoints = [&](const std::vector<Symbol>& ss) {
@@ -383,9 +383,15 @@ std::unique_ptr<Model> model_from_config(const Json& json) {
   const Json& config = member(json, "config", "model_config");
   if (!config.is_object()) throw ValueError("model_config: \"config\" must be a JSON object");
   const std::string name = config.contains("name") ? string_member(config, "name", "model_config") : std::string();
-  if (cls == "Sequential") return sequential_from_config(config, name);
-  if (cls == "Functional" || cls == "Model") return functional_from_config(config, name);
-  throw ValueError("model_config: unknown model class \"" + cls + "\"; expected Sequential or Functional");
+  std::unique_ptr<Model> model;
+  if (cls == "Sequential") model = sequential_from_config(config, name);
+  else if (cls == "Functional" || cls == "Model") model = functional_from_config(config, name);
+  else throw ValueError("model_config: unknown model class \"" + cls + "\"; expected Sequential or Functional");
+  if (const auto t = config.find("trainable"); t != config.end()) {
+    if (!t->is_boolean()) throw ValueError("model_config: \"trainable\" must be true or false, got " + t->dump());
+    if (!t->get<bool>()) model->set_trainable(false);  // each layer's own "trainable" was read with it
+  }
+  return model;
 }
 
 }  // namespace tandem::detail

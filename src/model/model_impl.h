@@ -59,6 +59,7 @@ struct CompiledStep {
 struct Model::Impl {
   std::string name;
   std::string class_name = "Functional";
+  bool trainable = true;  // Model::set_trainable's last value (Keras's model.trainable)
   std::vector<Symbol> inputs, outputs;
   std::vector<std::shared_ptr<Symbol::Node>> calls;  // layer calls in topological order
   std::vector<std::shared_ptr<Layer>> layers;         // distinct layers, first-use order
@@ -124,6 +125,10 @@ struct Model::Impl {
   void host_view();
   void host_changed() { host_newer = true; }
   void begin_steps();
+  // Which layers and weights were trainable when the cached steps were made: a change
+  // (Layer::set_trainable between fits) makes begin_steps drop them, so the next step is rebuilt.
+  std::vector<char> trainability;
+  std::vector<char> current_trainability() const;
   void before_step();               // pushes host writes made since the last step (callbacks)
   void after_step(bool trained) { devices_newer = devices_newer || trained; }
   std::vector<VariablePtr> all_variables() const;

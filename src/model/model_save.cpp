@@ -233,7 +233,7 @@ void Model::save(const std::string& path) {
   impl_->host_view();
   const Impl& m = *impl_;
   const io::WeightsModel weights = m.weights_model("save");
-  const detail::ModelGraph graph{m.name, m.class_name, m.inputs, m.outputs, m.calls, weights.layers};
+  const detail::ModelGraph graph{m.name, m.class_name, m.inputs, m.outputs, m.calls, weights.layers, m.trainable};
   const detail::ConfigForm form = archive ? detail::ConfigForm::archive : detail::ConfigForm::hdf5;
   Json model_config = detail::model_config(graph, form);
   std::optional<Json> training_config;

@@ -132,8 +132,20 @@ void Model::Impl::host_view() {
   devices_newer = false;
 }
 
+std::vector<char> Model::Impl::current_trainability() const {
+  std::vector<char> out;
+  for (const auto& layer : layers) out.push_back(layer->trainable());
+  for (const VariablePtr& w : weights()) out.push_back(w->trainable());
+  return out;
+}
+
 void Model::Impl::begin_steps() {
   host_view();
+  if (std::vector<char> now = current_trainability(); now != trainability) {
+    steps.clear();  // made for other trainable weights (and BatchNormalization modes)
+    last_train = nullptr;
+    trainability = std::move(now);
+  }
   // Workers start from the chief's values, whatever each initialised or loaded.
   if (strategy && strategy->workers() > 1)
     for (const VariablePtr& v : all_variables()) strategy->from_chief(v->value().raw(), v->value().bytes());

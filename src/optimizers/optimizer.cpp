@@ -127,9 +127,8 @@ std::vector<VariablePtr> Optimizer::keras_variables(const std::vector<VariablePt
   const std::size_t per = slot_names().size();
   if (!slots_.empty() && per > 0) {
     const std::string who = "optimizer \"" + name() + "\"";
-    if (weights.size() != slots_.size())
-      throw Error(who + ": has slots for " + std::to_string(slots_.size()) + " trainable weights, the model has " +
-                  std::to_string(weights.size()));
+    // Slots of weights frozen since are kept (unfreezing resumes them) but not listed, as Keras lists an
+    // optimizer built on the trainable weights alone.
     std::vector<const std::vector<VariablePtr>*> of;  // of[j]: the slots of weights[j]
     for (const VariablePtr& w : weights) {
       const auto at = std::find(slot_owner_ids_.begin(), slot_owner_ids_.end(), w->id());

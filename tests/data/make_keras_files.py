@@ -324,6 +324,83 @@ def data(name, m, rng, n):  # noqa: F811
     return masked_data(name, m, rng, n) if name in MASK_MODELS else _data_without_masks(name, m, rng, n)
 
 
+
+# Freezing (Keras's layer.trainable = False), a PREDICT_ONLY model:
+#   frozen        Dense(relu) and BatchNormalization frozen, then Dense trainable (functional; Adam):
+#                 the configs say "trainable": false, and the optimizer has slots for the last
+#                 Dense alone
+FROZEN_MODELS = ["frozen"]
+PREDICT_ONLY += FROZEN_MODELS
+SEED_ORDER += FROZEN_MODELS
+_model_before_frozen, _data_before_frozen = model, data
+
+
+def frozen_model():
+    x = keras.Input((5,))
+    hidden, norm = layers.Dense(6, activation="relu"), layers.BatchNormalization()
+    m = keras.Model(x, layers.Dense(3)(norm(hidden(x))), name="frozen")
+    hidden.trainable = False
+    norm.trainable = False
+    m.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def model(name):  # noqa: F811
+    return frozen_model() if name in FROZEN_MODELS else _model_before_frozen(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    if name in FROZEN_MODELS:
+        return rng.standard_normal((n, 5)).astype("float32"), rng.integers(0, 3, size=(n,)).astype("int32")
+    return _data_before_frozen(name, m, rng, n)
+
+
+# ---- Activations: the activation layers and every activation name (predictions only) ----
+#   activations   input (4, 6) -> one Dense(3) branch per activation name Keras 3 has and Tandem
+#                 implements (silu, swish, leaky_relu, selu, elu, softplus, softsign, hard_sigmoid,
+#                 hard_silu, hard_swish, mish, relu6, exponential, linear) -> Concatenate ->
+#                 ReLU(max_value=2, negative_slope=0.1, threshold=0.2) -> Dense(5) -> LeakyReLU,
+#                 PReLU(shared_axes=[1]) with alpha set to random values in [-0.5, 1.5], ELU,
+#                 Softmax(axis=1), Activation("hard_swish") -> Concatenate -> Flatten -> Dense(3)
+ACTIVATION_MODELS = ["activations"]
+ACTIVATION_NAMES = ["silu", "swish", "leaky_relu", "selu", "elu", "softplus", "softsign", "hard_sigmoid", "hard_silu",
+                    "hard_swish", "mish", "relu6", "exponential", "linear"]
+PREDICT_ONLY += ACTIVATION_MODELS
+SEED_ORDER += ACTIVATION_MODELS
+_model_before_activations = model
+LAYERS.update({
+    "re_lu": lambda: layers.ReLU(),
+    "re_lu_options": lambda: layers.ReLU(max_value=6.0, negative_slope=0.1, threshold=0.5),
+    "leaky_re_lu": lambda: layers.LeakyReLU(),
+    "leaky_re_lu_slope": lambda: layers.LeakyReLU(negative_slope=0.1),
+    "p_re_lu": lambda: layers.PReLU(),
+    "p_re_lu_options": lambda: layers.PReLU(alpha_initializer="ones", shared_axes=[1, 2]),
+    "elu": lambda: layers.ELU(),
+    "softmax": lambda: layers.Softmax(),
+    "softmax_axis": lambda: layers.Softmax(axis=1),
+    "activation_swish": lambda: layers.Activation("swish"),
+    "dense_hard_swish": lambda: layers.Dense(2, activation="hard_swish"),
+    "dense_mish": lambda: layers.Dense(2, activation="mish"),
+})
+
+
+def activations_model():
+    x = keras.Input((4, 6))
+    h = layers.Concatenate()([layers.Dense(3, activation=a, name=f"dense_{a}")(x) for a in ACTIVATION_NAMES])
+    h = layers.ReLU(max_value=2.0, negative_slope=0.1, threshold=0.2)(h)
+    d = layers.Dense(5)(h)
+    prelu = layers.PReLU(shared_axes=[1], name="prelu")
+    outs = [layers.LeakyReLU()(d), prelu(d), layers.ELU()(d), layers.Softmax(axis=1)(d), layers.Activation("hard_swish")(d)]
+    prelu.alpha.assign(np.random.default_rng(5).uniform(-0.5, 1.5, size=(1, 5)).astype("float32"))
+    m = keras.Model(x, layers.Dense(3)(layers.Flatten()(layers.Concatenate()(outs))), name="activations")
+    m.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def model(name):  # noqa: F811 (the models above, and the activation ones)
+    return activations_model() if name in ACTIVATION_MODELS else _model_before_activations(name)
+
+
 # ---- Augmentation: Keras's random image layers in front of a model (predictions only: they are
 # the identity outside training, and their training draws differ between frameworks) ----
 #   augment   RandomFlip -> RandomTranslation -> RandomRotation (constant fill) -> RandomZoom
