@@ -399,6 +399,7 @@ TEST_CASE("cuda: the further activations and their gradients on gpu:0 equal the 
     const Value x = c.uniform({6, 8}, -8, 8);
     c.check({op(c.g, x)}, {x});
   }
+}
 
 TEST_CASE("cuda: image_affine_transform, its gradient and random_image_params on gpu:0 equal the CPU's (float64)") {
   if (skip_without_gpu()) return;
