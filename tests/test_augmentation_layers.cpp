@@ -1,10 +1,10 @@
 // The augmentation layers (RandomFlip, RandomTranslation, RandomRotation, RandomZoom,
 // RandomContrast) and the ops under them, against independent truth: image_affine_transform
 // against Keras 3's ops.image.affine_transform (tests/data/augmentation_refs.json, made by
-// tests/data/make_augmentation_refs.py) and its gradients by float64 finite differences; the
-// parameters each layer draws against Keras's matrices and ranges, given the documented draws
-// rng::uniform(seed, step, row, k); identity outside training; determinism across runs, threads
-// and a Mirrored split; Keras-made `.keras`/`.h5` files with these layers.
+// tests/data/make_augmentation_refs.py); its gradient and each layer's by float64 finite
+// differences; the parameters each layer draws against Keras's matrices and ranges, given the
+// documented draws rng::uniform(seed, step, row, k); identity outside training; determinism across
+// runs, threads, Mirrored and Pipeline; Keras-made `.keras`/`.h5` files with these layers.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -206,6 +206,25 @@ TEST_CASE("augmentation: image_affine_transform's gradient (and its adjoint's) b
         c.check(c.g.add(op, {x, t}, {{"interpolation", std::string(interpolation)}, {"fill_mode", std::string(fill_mode)}, {"fill_value", 0.0}}),
                 std::string(op) + " " + interpolation + " " + fill_mode);
       }
+}
+
+TEST_CASE("augmentation: each layer's gradient in training by float64 finite differences") {
+  const std::vector<std::pair<std::string, std::function<tandem::LayerRef()>>> layers{
+      {"RandomFlip", [] { return tl::RandomFlip("horizontal_and_vertical", 3); }},
+      {"RandomTranslation", [] { return tl::RandomTranslation(0.3, 0.3, {.seed = 4}); }},
+      {"RandomRotation", [] { return tl::RandomRotation(0.2, {.fill_mode = "wrap", .seed = 5}); }},
+      {"RandomZoom", [] { return tl::RandomZoom(0.3, tl::Factor(0.2), {.fill_mode = "constant", .seed = 6, .fill_value = 1}); }},
+      // Inputs in [-2, 2] stay inside value_range, away from the clipping.
+      {"RandomContrast", [] { return tl::RandomContrast({0.3, 0.3}, {.value_range = {-100, 100}, .seed = 7}); }},
+  };
+  for (const auto& [name, make] : layers) {
+    GradCheck c;
+    const Value x = c.uniform({4, 5, 6, 2});
+    const tandem::LayerRef layer = make();
+    layer->build_for({Shape{5, 6, 2}});
+    tandem::CallContext ctx(c.g, true, ops::fill(c.g, {Shape{}, DType::I64}, 3));
+    c.check(layer->emit(ctx, {x}), name);
+  }
 }
 
 TEST_CASE("augmentation: random_image_params draws Keras's matrices and factors, within Keras's ranges") {
