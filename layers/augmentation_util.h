@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "layer_base/call_context.h"
