@@ -19,6 +19,7 @@
 #include "backend/kernel_registry.h"
 #include "distribute/strategy.h"
 #include "ops/activation_functions.h"
+#include "ops/image.h"
 #include "ops/ops.h"
 #include "ops/recurrent.h"
 #include "runtime/executable.h"
@@ -398,4 +399,22 @@ TEST_CASE("cuda: the further activations and their gradients on gpu:0 equal the 
     const Value x = c.uniform({6, 8}, -8, 8);
     c.check({op(c.g, x)}, {x});
   }
+}
+
+TEST_CASE("cuda: image_affine_transform, its gradient and random_image_params on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  for (const char* interpolation : {"nearest", "bilinear"})
+    for (const char* fill_mode : {"reflect", "wrap", "constant", "nearest"}) {
+      INFO(interpolation << ", " << fill_mode);
+      DeviceComparison c;
+      const auto x = c.uniform({3, 7, 6, 2}, -1, 1);
+      // A rotation with zoom, a shift mostly out of the image, and a projective transform.
+      const auto t = c.given({3, 8}, {0.9, -0.45, 1.7, 0.4, 1.1, -0.8, 0, 0, 1.0, 0.0, -4.3, 0.0, 1.0, 5.6, 0, 0,
+                                      1.2, 0.1, -0.5, -0.2, 0.9, 0.7, 0.05, -0.03});
+      const auto step = tandem::ops::fill(c.g, {tandem::Shape{}, DType::I64}, 7);
+      const auto params = tandem::ops::random_image_params(c.g, x, step, {.kind = "rotation", .h_lower = -0.2, .h_upper = 0.3, .seed = 5});
+      c.check({tandem::ops::image_affine_transform(c.g, x, t, interpolation, fill_mode, 0.5),
+               tandem::ops::image_affine_transform(c.g, x, params, interpolation, fill_mode, 0.0)},
+              {x});
+    }
 }

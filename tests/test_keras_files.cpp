@@ -13,6 +13,7 @@
 #include <tandem/tandem.h>
 
 #include "io/zip_archive.h"
+#include "keras_file_helpers.h"
 #include "layers/config.h"
 #include "scratch_dir.h"
 
@@ -21,6 +22,7 @@ namespace tl = tandem::layers;
 using Json = nlohmann::json;
 using tandem::DType;
 using tandem::Tensor;
+using namespace keras_file_helpers;
 
 namespace {
 
@@ -35,49 +37,6 @@ fs::path scratch(const std::string& name) {
   static const fs::path dir = scratch_root.fresh("files");
   return dir / name;
 }
-
-Json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  REQUIRE_MESSAGE(in.good(), "cannot read " << p);
-  return Json::parse(in);
-}
-
-Tensor tensor_of(const Json& t, DType dtype) {
-  const std::vector<double> v = t.at("values").get<std::vector<double>>();
-  return Tensor::from(tandem::Shape(t.at("shape").get<std::vector<int64_t>>()), std::span<const double>(v)).cast(dtype);
-}
-
-double max_difference(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const Tensor x = a.cast(DType::F64), y = b.cast(DType::F64);
-  double d = 0;
-  for (int64_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x.values<double>()[i] - y.values<double>()[i]));
-  return d;
-}
-
-std::string zip_entry(const fs::path& archive, const std::string& name) {
-  for (const auto& e : tandem::io::read_zip(archive.string()))
-    if (e.name == name) return e.bytes;
-  FAIL("no entry " << name << " in " << archive);
-  return {};
-}
-
-// Keras's config with what differs by process removed: the id Keras gives a shared dtype policy
-// object, and seeds Keras leaves null where Tandem records the one it drew.
-Json comparable(Json j, const Json& keras) {
-  if (j.is_object()) {
-    j.erase("shared_object_id");
-    for (auto& [key, value] : j.items()) {
-      const Json* other = keras.is_object() && keras.contains(key) ? &keras.at(key) : nullptr;
-      if (key == "seed" && other && other->is_null() && value.is_number_integer()) value = nullptr;
-      value = comparable(value, other ? *other : Json());
-    }
-  } else if (j.is_array()) {
-    for (std::size_t i = 0; i < j.size(); ++i) j[i] = comparable(j[i], keras.is_array() && i < keras.size() ? keras[i] : Json());
-  }
-  return j;
-}
-Json without_ids(Json j) { return comparable(std::move(j), Json()); }
 
 const char* const kModels[] = {"mlp", "cnn", "attn", "branch", "zoo", "seq1d", "pool2d", "rnn", "birnn"};
 

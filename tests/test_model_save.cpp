@@ -449,6 +449,11 @@ TEST_CASE("model save: every registered layer class rebuilds from its config") {
       tl::GRU(2, {.reset_after = false, .dropout = 0.25, .go_backwards = true}),
       tl::SimpleRNN(4, {.activation = "relu", .recurrent_initializer = "glorot_uniform", .return_sequences = true}),
       tl::Bidirectional(tl::LSTM(2, {.return_sequences = true}), {.merge_mode = "mul"}),
+      tl::RandomFlip("vertical", 3),
+      tl::RandomTranslation({-0.2, 0.1}, 0.3, {.fill_mode = "constant", .fill_value = 2}),
+      tl::RandomRotation(0.25, {.interpolation = "nearest"}),
+      tl::RandomZoom(0.1, tl::Factor(-0.2, 0.4), {.fill_mode = "wrap", .seed = 9}),
+      tl::RandomContrast({0.1, 0.6}, {.value_range = {-1, 1}}),
   };
   std::set<std::string> covered;
   for (const tandem::LayerRef& layer : all) {

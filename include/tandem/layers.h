@@ -31,6 +31,7 @@ LayerRef InputLayer(Shape shape, const std::string& name = "");
 
 #include "tandem/layers/activations.h"
 #include "tandem/layers/attention.h"
+#include "tandem/layers/augmentation.h"
 #include "tandem/layers/conv.h"
 #include "tandem/layers/normalization.h"
 #include "tandem/layers/recurrent.h"

@@ -401,5 +401,47 @@ def model(name):  # noqa: F811 (the models above, and the activation ones)
     return activations_model() if name in ACTIVATION_MODELS else _model_before_activations(name)
 
 
+# ---- Augmentation: Keras's random image layers in front of a model (predictions only: they are
+# the identity outside training, and their training draws differ between frameworks) ----
+#   augment   RandomFlip -> RandomTranslation -> RandomRotation (constant fill) -> RandomZoom
+#             (nearest interpolation, own width factor) -> RandomContrast (value_range (-5, 5))
+#             -> Conv2D -> Flatten -> Dense (Sequential, Adam), images (6, 7, 2)
+AUGMENT_MODELS = ["augment"]
+PREDICT_ONLY += AUGMENT_MODELS
+SEED_ORDER += AUGMENT_MODELS
+_model_before_augmentation, _data_before_augmentation = model, data
+LAYERS.update({
+    "random_flip": lambda: layers.RandomFlip(),
+    "random_flip_options": lambda: layers.RandomFlip("horizontal", seed=4),
+    "random_translation": lambda: layers.RandomTranslation(0.1, (-0.2, 0.3)),
+    "random_translation_options": lambda: layers.RandomTranslation((0.3, -0.1), 0.25, fill_mode="constant", interpolation="nearest",
+                                                                   seed=5, fill_value=0.5),
+    "random_rotation": lambda: layers.RandomRotation(0.2),
+    "random_rotation_options": lambda: layers.RandomRotation((-0.1, 0.3), fill_mode="wrap", seed=6),
+    "random_zoom": lambda: layers.RandomZoom(0.2),
+    "random_zoom_options": lambda: layers.RandomZoom((-0.3, 0.1), 0.4, fill_mode="nearest", interpolation="nearest", fill_value=1.0),
+    "random_contrast": lambda: layers.RandomContrast(0.3),
+    "random_contrast_options": lambda: layers.RandomContrast((0.1, 0.4), value_range=(0, 1), seed=8),
+})
+
+
+def augment_model(name):
+    m = keras.Sequential([keras.Input((6, 7, 2)), layers.RandomFlip(seed=1), layers.RandomTranslation(0.1, 0.2, seed=2),
+                          layers.RandomRotation(0.1, fill_mode="constant", seed=3),
+                          layers.RandomZoom(0.2, (-0.1, 0.2), interpolation="nearest", seed=4),
+                          layers.RandomContrast(0.3, value_range=(-5, 5), seed=5),
+                          layers.Conv2D(3, 3, activation="relu"), layers.Flatten(), layers.Dense(3)], name=name)
+    m.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def model(name):  # noqa: F811 (the models above, and the augmentation one)
+    return augment_model(name) if name in AUGMENT_MODELS else _model_before_augmentation(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return _data_before_augmentation(name, m, rng, n)
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])
