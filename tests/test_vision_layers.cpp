@@ -246,6 +246,28 @@ TEST_CASE("vision: spatial_dropout drops whole channels per sample, scales by 1/
   c.check(ops::spatial_dropout(c.g, xv, ops::fill(c.g, {Shape{}, DType::I64}, 2), 0.5, 5), "spatial_dropout");
 }
 
+TEST_CASE("vision: SpatialDropout2D is the identity in inference and drops whole channels in training") {
+  const tandem::LayerRef drop = tl::SpatialDropout2D(0.5, 21);
+  const Shape xs{4, 2, 3, 6};
+  const std::vector<double> ones(static_cast<std::size_t>(xs.num_elements()), 1.0);
+  tandem::Sequential model({tl::InputLayer({2, 3, 6}), drop});
+  const Tensor x = Tensor::from(xs, std::span<const double>(ones)).cast(DType::F32);
+  CHECK(max_difference(model.predict(x), x) == 0.0);
+  // Training: L = Σ y ⊙ w with w = 1, so dx is the mask: per sample and channel, 0 or 2 everywhere.
+  const LayerResult r = run_layer(drop, xs, ones, ones);
+  int dropped = 0;
+  for (int64_t n = 0; n < 4; ++n)
+    for (int64_t c = 0; c < 6; ++c) {
+      const double first = r.values[0][static_cast<std::size_t>(n * 36 + c)];
+      CHECK((first == 0.0 || first == 2.0));
+      for (int64_t p = 0; p < 6; ++p) CHECK(r.values[0][static_cast<std::size_t>(n * 36 + p * 6 + c)] == first);
+      dropped += first == 0.0;
+    }
+  CHECK(r.values[1] == r.values[0]);
+  CHECK(dropped > 0);
+  CHECK(dropped < 24);
+}
+
 TEST_CASE("vision: Conv2DTranspose, DepthwiseConv2D, SeparableConv2D and GroupNormalization match PyTorch") {
   const Json refs = read_json(std::string(TANDEM_TEST_DATA) + "/vision_refs.json");
   REQUIRE(refs["cases"].size() >= 16);
