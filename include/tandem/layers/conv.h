@@ -58,7 +58,9 @@ struct Padding2D {
   Padding2D() = default;  // 1 on every side
   Padding2D(int64_t all) : top(all), bottom(all), left(all), right(all) {}
   Padding2D(int64_t height, int64_t width) : top(height), bottom(height), left(width), right(width) {}
-  Padding2D(Int2 height, Int2 width) : top(height.h), bottom(height.w), left(width.h), right(width.w) {}
+  // Not inlined: GCC 12.2 with -O2 -march=native (SLP vectorisation) folds an inlined
+  // `Padding2D p({2, 2}, {0, 0}); f(p);` into (2, 2, 2, 2) at the call site.
+  [[gnu::noinline]] Padding2D(Int2 height, Int2 width) : top(height.h), bottom(height.w), left(width.h), right(width.w) {}
 };
 // Zero rows above and below and zero columns left and right of each image.
 LayerRef ZeroPadding2D(Padding2D padding = 1, const std::string& name = "");
