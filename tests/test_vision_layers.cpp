@@ -17,6 +17,7 @@
 #include "ops/conv.h"
 #include "tests/gradient_check.h"
 #include "tests/layer_run.h"
+#include "tests/strategy_helpers.h"
 
 namespace tl = tandem::layers;
 using gradcheck::GradCheck;
@@ -402,4 +403,26 @@ TEST_CASE("vision: a small model with the vision layers learns") {
                            {.epochs = 20, .batch_size = 16, .verbose = 0});
   CHECK(h.history.at("loss").back() < 0.5 * h.history.at("loss").front());
   CHECK(h.history.at("accuracy").back() > 0.9);
+}
+
+TEST_CASE("vision: the vision layers on 2 and 4 Mirrored replicas end five steps with Default's weights") {
+  // SpatialDropout2D's masks follow the global row, and the depthwise filter gradient is summed
+  // over replicas like conv2d's, so the replicas train as one device does.
+  auto train = [](tandem::distribute::StrategyPtr strategy) {
+    tandem::set_random_seed(8);
+    tandem::Sequential model({tl::InputLayer({100}), tl::Reshape({10, 10, 1}),
+                              tl::DepthwiseConv2D(3, {.depth_multiplier = 2, .activation = "relu"}),
+                              tl::SeparableConv2D(4, 3, {.padding = "same"}), tl::GroupNormalization({.groups = 2}),
+                              tl::SpatialDropout2D(0.3), tl::Conv2DTranspose(3, 3, {.strides = 2}), tl::Cropping2D(2), tl::Flatten(),
+                              tl::Dense(5)});
+    model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
+                   .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = strategy});
+    model.fit(blobs(5 * 16, 100, 5), {.epochs = 1, .batch_size = 16, .verbose = 0});
+    return model.get_weights();
+  };
+  const std::vector<Tensor> reference = train(tandem::distribute::Default());
+  for (int k : {2, 4}) {
+    INFO("replicas " << k);
+    CHECK(max_relative_difference(train(tandem::distribute::Mirrored(cpus(k))), reference) <= 1e-5);
+  }
 }
