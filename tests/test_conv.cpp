@@ -15,6 +15,7 @@
 #include "layer_base/call_context.h"
 #include "ops/conv.h"
 #include "tests/gradient_check.h"
+#include "tests/layer_run.h"
 
 namespace tl = tandem::layers;
 using gradcheck::GradCheck;
@@ -27,6 +28,9 @@ namespace ops = tandem::ops;
 
 namespace {
 using Pair = ops::Pair;
+using layer_run::check_close;
+using layer_run::LayerResult;
+using layer_run::run_layer;
 
 // TF/Keras "same" padding before the first element, written out from the definition.
 int64_t pad_before(int64_t in, int64_t k, int64_t stride, int64_t dilation, bool same) {
@@ -80,15 +84,6 @@ std::vector<double> direct_pool(const Shape& xs, const std::vector<double>& x, c
   return y;
 }
 
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.size() == want.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
-  INFO("max relative difference " << worst);
-  CHECK(worst <= tol);
-}
-
 void check_conv(const Shape& xs, const Shape& ks, Pair s, Pair d, const std::string& padding) {
   const std::string what = "conv2d x " + xs.str() + " kernel " + ks.str() + " strides (" + std::to_string(s[0]) + ", " +
                            std::to_string(s[1]) + ") dilation (" + std::to_string(d[0]) + ", " + std::to_string(d[1]) +
@@ -111,48 +106,6 @@ void check_pool(bool max, const Shape& xs, Pair p, Pair s, const std::string& pa
   const Shape ys = c.g.type(y).shape;
   const Outcome o = c.check(y, what);
   check_close(o.y, direct_pool(xs, c.values(x), ys, p, s, padding == "same", max), 1e-12, what + " forward");
-}
-
-// Builds y = layer(x) on float32 placeholders, and L = Σ y ⊙ w; returns y and the gradients of L
-// with respect to x and to each of the layer's weights, in order.
-struct LayerResult {
-  Shape y_shape;
-  std::vector<std::vector<double>> values;  // y, dx, dweight...
-};
-
-LayerResult run_layer(const tandem::LayerRef& layer, const Shape& xs, const std::vector<double>& x, const std::vector<double>& w) {
-  layer->build_for({xs.without_batch()});
-  Graph g;
-  const Value xv = g.placeholder("x", {xs, DType::F32});
-  tandem::CallContext ctx(g, true, ops::fill(g, {Shape{}, DType::I64}, 0));
-  const Value y = layer->emit(ctx, {xv});
-  const Value wv = g.placeholder("w", {g.type(y).shape, DType::F32});
-  const Value loss = ops::reduce_sum(g, ops::mul(g, y, wv), gradcheck::all_axes(g.type(y).shape.rank()));
-  std::vector<Value> wrt{xv};
-  for (const auto& v : layer->weights()) wrt.push_back(ctx.variable(*v));
-  std::vector<Value> fetches{y};
-  for (Value d : tandem::autodiff::gradients(g, loss, wrt)) fetches.push_back(d);
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
-  tandem::runtime::Executable exe(
-      plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
-      [&](int, int id) -> void* {
-        for (const auto& v : layer->weights())
-          if (v->id() == id) return v->value().raw();
-        return nullptr;
-      });
-  auto write = [&](const char* name, const std::vector<double>& v) {
-    auto* p = static_cast<float*>(exe.feed(0, name));
-    for (std::size_t i = 0; i < v.size(); ++i) p[i] = static_cast<float>(v[i]);
-  };
-  write("x", x);
-  write("w", w);
-  exe.run();
-  LayerResult r{g.type(y).shape, {}};
-  for (std::size_t i = 0; i < fetches.size(); ++i) {
-    const auto* p = static_cast<const float*>(exe.fetch(0, static_cast<int>(i)));
-    r.values.emplace_back(p, p + g.type(fetches[i]).shape.num_elements());
-  }
-  return r;
 }
 
 Shape shape_of(const nlohmann::json& j) { return Shape(j.get<std::vector<int64_t>>()); }

@@ -19,6 +19,7 @@
 #include "backend/kernel_registry.h"
 #include "distribute/strategy.h"
 #include "ops/activation_functions.h"
+#include "ops/conv.h"
 #include "ops/image.h"
 #include "ops/ops.h"
 #include "ops/recurrent.h"
@@ -417,4 +418,29 @@ TEST_CASE("cuda: image_affine_transform, its gradient and random_image_params on
                tandem::ops::image_affine_transform(c.g, x, params, interpolation, fill_mode, 0.0)},
               {x});
     }
+}
+
+TEST_CASE("cuda: depthwise_conv2d, conv2d_transpose and spatial_dropout with their gradients on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  SUBCASE("depthwise_conv2d, multiplier 2, stride 2, same (grouped cuDNN convolution)") {
+    DeviceComparison c;
+    const auto x = c.uniform({3, 7, 6, 3}, -1, 1), k = c.uniform({3, 3, 3, 2}, -1, 1);
+    c.check({tandem::ops::depthwise_conv2d(c.g, x, k, {2, 2}, {1, 1}, "same")}, {x, k});
+  }
+  SUBCASE("depthwise_conv2d, dilation 2, valid") {
+    DeviceComparison c;
+    const auto x = c.uniform({2, 8, 7, 4}, -1, 1), k = c.uniform({2, 3, 4, 1}, -1, 1);
+    c.check({tandem::ops::depthwise_conv2d(c.g, x, k, {1, 1}, {2, 2}, "valid")}, {x, k});
+  }
+  SUBCASE("conv2d_transpose, even kernel, same (cropped)") {
+    DeviceComparison c;
+    const auto x = c.uniform({2, 3, 4, 2}, -1, 1), k = c.uniform({4, 4, 3, 2}, -1, 1);
+    c.check({tandem::ops::conv2d_transpose(c.g, x, k, {2, 2}, {1, 1}, "same", tandem::ops::Pair{0, 1})}, {x, k});
+  }
+  SUBCASE("spatial_dropout: the same channels drop") {
+    DeviceComparison c;
+    const auto x = c.uniform({4, 3, 3, 5}, -1, 1);
+    const auto step = tandem::ops::fill(c.g, {tandem::Shape{}, DType::I64}, 3);
+    c.check({tandem::ops::spatial_dropout(c.g, x, step, 0.4, 9)}, {x});
+  }
 }

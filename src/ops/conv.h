@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -42,6 +43,34 @@ Value conv2d_backprop_filter(Graph& g, Value x, Value dy, const Shape& kernel_sh
 // The gradients (dx, dkernel) of conv2d(x, kernel) with `attrs` (conv2d's) for the output gradient
 // dy (also fused_conv2d's).
 std::pair<Value, Value> conv2d_gradients(Graph& g, Value x, Value kernel, Value dy, const Attrs& attrs);
+
+// Depthwise convolution: x (N,H,W,C), kernel (kh,kw,C,M) -> (N,OH,OW,C·M), output channel c·M + m
+// is x's channel c convolved with kernel[:, :, c, m] (Keras's DepthwiseConv2D; PyTorch's conv2d
+// with groups = C). Its adjoints in x and in the kernel:
+Value depthwise_conv2d(Graph& g, Value x, Value kernel, Pair strides = {1, 1}, Pair dilation = {1, 1},
+                       const std::string& padding = "valid");
+Value depthwise_conv2d_backprop_input(Graph& g, Value dy, Value kernel, const Shape& input_shape, Pair strides, Pair dilation,
+                                      const std::string& padding);
+Value depthwise_conv2d_backprop_filter(Graph& g, Value x, Value dy, const Shape& kernel_shape, Pair strides, Pair dilation,
+                                       const std::string& padding);
+
+// Keras's Conv2DTranspose (the adjoint of conv2d in x): x (N,H,W,C), kernel (kh,kw,F,C) -> (N,OH,OW,F)
+// with Keras 3's output size: "valid": (H − 1)·s + k' + output_padding, where k' = (k − 1)·dilation + 1
+// and output_padding defaults to max(k', s) − k'; "same": H·s, or (H − 1)·s + k' mod 2 + output_padding
+// when output_padding is given. Built from conv2d_backprop_input (and, where no conv2d padding has
+// that geometry, a crop or zero pad of its "valid" result).
+struct ConvTransposeGeometry {
+  int64_t out = 0;        // the output size along one axis
+  int64_t crop_top = 0;   // rows of the full (H − 1)·s + k' result before the output's first
+};
+ConvTransposeGeometry conv_transpose_geometry(int64_t in, int64_t k, int64_t stride, int64_t dilation, const std::string& padding,
+                                              std::optional<int64_t> output_padding);
+Value conv2d_transpose(Graph& g, Value x, Value kernel, Pair strides, Pair dilation, const std::string& padding,
+                       std::optional<Pair> output_padding = std::nullopt);
+
+// Dropout of whole channels (the last axis): each row drops a channel at every position or none;
+// the "dropout" op with attribute mask_period = channels (see src/ops/dropout.cpp).
+Value spatial_dropout(Graph& g, Value x, Value step, double rate, uint64_t seed);
 
 // Pooling over (pool_h, pool_w) windows; padded positions never count: max ignores them and the
 // average divides by the number of real elements in each window (as Keras/TF do).

@@ -1,6 +1,7 @@
 // conv2d (channels-last, kernel (kh, kw, C, F)) and its two gradient ops. All three are linear in
 // each input, so each one's gradient is again one of the three.
 #include "ops/conv.h"
+#include "ops/conv_attrs.h"
 #include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -8,21 +9,7 @@
 namespace tandem::ops {
 
 namespace {
-Attrs conv_attrs(Pair strides, Pair dilation, const std::string& padding) {
-  return {{"strides", std::vector<int64_t>{strides[0], strides[1]}},
-          {"dilation", std::vector<int64_t>{dilation[0], dilation[1]}},
-          {"padding", padding}};
-}
-Pair pair_attr(const Attrs& a, const char* key) {
-  const std::vector<int64_t> v = a.ints(key);
-  return {v[0], v[1]};
-}
-
-void check_float_pair(const char* op, const TensorType& a, const TensorType& b) {
-  if (a.dtype != b.dtype || !is_float(a.dtype))
-    throw ShapeError(std::string(op) + ": operands must share a float dtype, got " + dtype_name(a.dtype) + " and " +
-                     dtype_name(b.dtype));
-}
+using namespace conv_detail;
 
 // Checks x against kernel and returns the output shape (N, OH, OW, F).
 Shape conv_output(const Attrs& a, const Shape& x, const Shape& k, const char* op) {
@@ -35,12 +22,6 @@ Shape conv_output(const Attrs& a, const Shape& x, const Shape& k, const char* op
   return Shape{w.n, w.oh, w.ow, k[3]};
 }
 
-void check_dy(const char* op, const Shape& dy, const Shape& want) {
-  if (dy != want)
-    throw ShapeError(std::string(op) + ": expected an output gradient of shape " + want.str() + ", got " + dy.str());
-}
-
-Shape shape_attr(const Attrs& a, const char* key) { return Shape(a.ints(key)); }
 }  // namespace
 
 REGISTER_OP(

@@ -1,6 +1,9 @@
 // Inverted dropout. The keep/drop decision for element (row, column) is a hash of (seed, step,
 // global row index, column): no mask is stored, the gradient recomputes it, and splitting a batch
-// across devices (each with its row_offset) cannot change which elements drop.
+// across devices (each with its row_offset) cannot change which elements drop. With the attribute
+// "mask_period" p > 0 the hash takes column mod p instead, so the columns p apart share a
+// decision: spatial dropout of channels-last images with p = channels drops whole channels.
+#include "ops/conv.h"
 #include "ops/layout_rules.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -28,10 +31,23 @@ REGISTER_OP(
       c.set(0, c.g.add("dropout", {c.dy(), c.input(1)}, c.attrs()));
     }, .layout = rows({.batch_inputs = {0}, .linear = {{0}}}), .localize = local_row_offset);
 
-Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed) {
+namespace {
+Attrs dropout_attrs(Graph& g, Value x, double rate, uint64_t seed) {
   const int64_t rows = g.type(x).shape.rank() ? g.type(x).shape[0] : 1;
-  return g.add("dropout", {x, step},
-               {{"rate", rate}, {"seed", static_cast<int64_t>(seed)}, {"row_offset", int64_t{0}}, {"micro_rows", rows}});
+  return {{"rate", rate}, {"seed", static_cast<int64_t>(seed)}, {"row_offset", int64_t{0}}, {"micro_rows", rows}};
+}
+}  // namespace
+
+Value dropout(Graph& g, Value x, Value step, double rate, uint64_t seed) {
+  return g.add("dropout", {x, step}, dropout_attrs(g, x, rate, seed));
+}
+
+Value spatial_dropout(Graph& g, Value x, Value step, double rate, uint64_t seed) {
+  const Shape& s = g.type(x).shape;
+  if (s.rank() < 2) throw ShapeError("spatial_dropout: expected a tensor (batch, ..., channels), got " + s.str());
+  Attrs a = dropout_attrs(g, x, rate, seed);
+  a.set("mask_period", s[s.rank() - 1]);
+  return g.add("dropout", {x, step}, std::move(a));
 }
 
 }  // namespace tandem::ops

@@ -115,7 +115,8 @@ def layer_configs():
     out = []
     for label, make in LAYERS.items():
         entry = keras.saving.serialize_keras_object(make())
-        entry["config"]["dtype"].pop("shared_object_id", None)
+        if isinstance(entry["config"]["dtype"], dict):  # the spatial dropouts write the dtype's name
+            entry["config"]["dtype"].pop("shared_object_id", None)
         out.append({"label": label, "class_name": entry["class_name"], "config": entry["config"]})
     # MultiHeadAttention's attention_axes once built on (batch, time, features).
     x = keras.Input((5, 4))
@@ -442,6 +443,67 @@ def model(name):  # noqa: F811 (the models above, and the augmentation one)
 def data(name, m, rng, n):  # noqa: F811
     return _data_before_augmentation(name, m, rng, n)
 
+
+# ---- Vision: Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, Cropping2D, SpatialDropout2D,
+# GroupNormalization (predictions only: SpatialDropout2D's masks differ between frameworks) ----
+#   vision        Conv2DTranspose(stride 2, "same", output_padding 1, relu) -> DepthwiseConv2D
+#                 (multiplier 2, "same") -> SeparableConv2D(stride 2) -> GroupNormalization(2) ->
+#                 Cropping2D(((1, 0), (0, 1))) -> SpatialDropout2D -> GlobalAveragePooling2D ->
+#                 Dense (Sequential, Adam)
+#   vision_tconv  Conv2DTranspose(4x4, stride 2, "same") -> Conv2DTranspose((4, 3), stride 2,
+#                 "same", output_padding 0: the even kernel that no conv2d padding has) ->
+#                 Conv2DTranspose(2x2, stride 3, "valid") -> Flatten -> Dense (functional, RMSprop)
+VISION_MODELS = ["vision", "vision_tconv"]
+PREDICT_ONLY += VISION_MODELS
+SEED_ORDER += VISION_MODELS
+_model_before_vision, _data_before_vision = model, data
+LAYERS.update({
+    "conv2d_transpose": lambda: layers.Conv2DTranspose(3, 3),
+    "conv2d_transpose_options": lambda: layers.Conv2DTranspose(2, (3, 4), strides=(2, 3), padding="same", output_padding=(1, 2),
+                                                               activation="relu", use_bias=False, kernel_initializer="he_normal"),
+    "depthwise_conv2d": lambda: layers.DepthwiseConv2D(3),
+    "depthwise_conv2d_options": lambda: layers.DepthwiseConv2D((3, 2), strides=2, padding="same", depth_multiplier=3,
+                                                               activation="tanh", depthwise_initializer="he_uniform",
+                                                               bias_initializer="ones"),
+    "separable_conv2d": lambda: layers.SeparableConv2D(4, 3),
+    "separable_conv2d_options": lambda: layers.SeparableConv2D(2, 5, padding="same", depth_multiplier=2, dilation_rate=2,
+                                                               use_bias=False, pointwise_initializer="lecun_normal"),
+    "cropping2d": lambda: layers.Cropping2D(),
+    "cropping2d_pairs": lambda: layers.Cropping2D(((1, 2), (0, 3))),
+    "spatial_dropout2d": lambda: layers.SpatialDropout2D(0.2),
+    "spatial_dropout2d_seed": lambda: layers.SpatialDropout2D(0.5, seed=4),
+    "group_normalization": lambda: layers.GroupNormalization(),
+    "group_normalization_options": lambda: layers.GroupNormalization(groups=4, axis=-1, epsilon=1e-5, center=False,
+                                                                     gamma_initializer="random_uniform"),
+})
+
+
+def vision_model(name):
+    if name == "vision":
+        m = keras.Sequential([keras.Input((5, 5, 3)),
+                              layers.Conv2DTranspose(4, 3, strides=2, padding="same", output_padding=1, activation="relu"),
+                              layers.DepthwiseConv2D(3, depth_multiplier=2, padding="same"),
+                              layers.SeparableConv2D(6, 3, strides=2), layers.GroupNormalization(2),
+                              layers.Cropping2D(((1, 0), (0, 1))), layers.SpatialDropout2D(0.2),
+                              layers.GlobalAveragePooling2D(), layers.Dense(3)], name="vision")
+        optimizer = keras.optimizers.Adam(1e-2)
+    else:
+        x = keras.Input((3, 4, 2))
+        t = layers.Conv2DTranspose(3, 4, strides=2, padding="same", activation="tanh")(x)
+        t = layers.Conv2DTranspose(2, (4, 3), strides=2, padding="same", output_padding=0)(t)
+        t = layers.Conv2DTranspose(2, 2, strides=3)(t)
+        m = keras.Model(x, layers.Dense(3)(layers.Flatten()(t)), name="vision_tconv")
+        optimizer = keras.optimizers.RMSprop(1e-2)
+    m.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def model(name):  # noqa: F811 (the models above, and the vision ones)
+    return vision_model(name) if name in VISION_MODELS else _model_before_vision(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return _data_before_vision(name, m, rng, n)
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -58,10 +58,75 @@ struct Padding2D {
   Padding2D() = default;  // 1 on every side
   Padding2D(int64_t all) : top(all), bottom(all), left(all), right(all) {}
   Padding2D(int64_t height, int64_t width) : top(height), bottom(height), left(width), right(width) {}
-  Padding2D(Int2 height, Int2 width) : top(height.h), bottom(height.w), left(width.h), right(width.w) {}
+  // Not inlined: GCC 12.2 with -O2 -march=native (SLP vectorisation) folds an inlined
+  // `Padding2D p({2, 2}, {0, 0}); f(p);` into (2, 2, 2, 2) at the call site.
+  [[gnu::noinline]] Padding2D(Int2 height, Int2 width) : top(height.h), bottom(height.w), left(width.h), right(width.w) {}
 };
 // Zero rows above and below and zero columns left and right of each image.
 LayerRef ZeroPadding2D(Padding2D padding = 1, const std::string& name = "");
+
+struct Conv2DTransposeOptions {
+  Int2 strides = 1;
+  std::string padding = "valid";  // "valid" or "same"
+  // Extra rows (columns) at the bottom (right) of the output, less than the stride; not given
+  // (Keras None): "valid" gives (in − 1)·stride + max(k', stride) rows, "same" gives in·stride,
+  // where k' = (kernel_size − 1)·dilation_rate + 1. Given: (in − 1)·stride + k' + output_padding
+  // with "valid", (in − 1)·stride + (k' mod 2) + output_padding with "same".
+  Int2 output_padding{};
+  Int2 dilation_rate = 1;
+  std::string activation{};  // "" = linear; the names Dense accepts
+  bool use_bias = true;
+  std::string kernel_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name{};
+};
+// Transposed 2-D convolution (the adjoint of Conv2D in its input; "deconvolution"): kernel
+// (kh, kw, filters, in_channels) as Keras stores it, bias (filters).
+// Conv2DTranspose(16, 3, {.strides = 2, .padding = "same"}) doubles the height and width.
+LayerRef Conv2DTranspose(int64_t filters, Int2 kernel_size, const Conv2DTransposeOptions& options = {});
+
+struct DepthwiseConv2DOptions {
+  Int2 strides = 1;
+  std::string padding = "valid";  // "valid" or "same"
+  int64_t depth_multiplier = 1;   // output channels per input channel
+  Int2 dilation_rate = 1;
+  std::string activation{};  // "" = linear; the names Dense accepts
+  bool use_bias = true;
+  std::string depthwise_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name{};
+};
+// Each input channel convolved with its own depth_multiplier kernels: kernel (kh, kw, in_channels,
+// depth_multiplier), bias (in_channels·depth_multiplier); output channel c·depth_multiplier + m.
+LayerRef DepthwiseConv2D(Int2 kernel_size, const DepthwiseConv2DOptions& options = {});
+
+struct SeparableConv2DOptions {
+  Int2 strides = 1;  // of the depthwise step
+  std::string padding = "valid";
+  int64_t depth_multiplier = 1;
+  Int2 dilation_rate = 1;
+  std::string activation{};  // "" = linear; the names Dense accepts
+  bool use_bias = true;
+  std::string depthwise_initializer = "glorot_uniform";
+  std::string pointwise_initializer = "glorot_uniform";
+  std::string bias_initializer = "zeros";
+  std::string name{};
+};
+// A depthwise convolution, then a 1x1 convolution to `filters` channels: weights depthwise_kernel
+// (kh, kw, in_channels, depth_multiplier), pointwise_kernel (1, 1, in_channels·depth_multiplier,
+// filters), bias (filters).
+LayerRef SeparableConv2D(int64_t filters, Int2 kernel_size, const SeparableConv2DOptions& options = {});
+
+// Removes rows and columns at the image's borders; `cropping` reads as ZeroPadding2D's padding:
+// 1 (every side), {1, 2} (height, width) or {{top, bottom}, {left, right}}. Keras's default crops
+// nothing.
+LayerRef Cropping2D(Padding2D cropping = 0, const std::string& name = "");
+
+// Dropout of whole channels: in training each sample drops a channel at every position with
+// probability `rate` and scales the kept ones by 1/(1 − rate); in inference the identity. The
+// mask is a function of the seed, the step, the sample's global row and the channel (as
+// Dropout's): the same on every device and strategy. seed: none draws one from the global seed.
+LayerRef SpatialDropout2D(double rate, std::optional<uint64_t> seed = std::nullopt, const std::string& name = "");
 
 // ---- 1-D: sequences (batch, steps, channels), channels last --------------------------------------
 

@@ -38,4 +38,19 @@ struct LayerNormalizationOptions {
 // biased variance; the same in training and inference. Weights gamma, beta of shape (last dim,).
 LayerRef LayerNormalization(const LayerNormalizationOptions& options = {});
 
+struct GroupNormalizationOptions {
+  int64_t groups = 32;  // channels are split into this many groups; must divide them
+  int axis = -1;        // the channel axis, counted with the batch axis
+  double epsilon = 1e-3;
+  bool center = true;   // learn beta
+  bool scale = true;    // learn gamma
+  std::string beta_initializer = "zeros";
+  std::string gamma_initializer = "ones";
+  std::string name{};
+};
+// Normalises each sample over each group of channels (and every axis but the batch and channel
+// ones): gamma·(x − mean)/sqrt(var + epsilon) + beta, with the biased variance; the same in
+// training and inference. Weights gamma, beta of shape (channels,).
+LayerRef GroupNormalization(const GroupNormalizationOptions& options = {});
+
 }  // namespace tandem::layers

@@ -17,13 +17,15 @@ KernelFn make_dropout(const KernelInit& k) {
   const int64_t row_offset = k.node.attrs.i("row_offset", 0) + k.micro_batch * k.node.attrs.i("micro_rows", 0);
   const int64_t rows = k.in_types[0].shape[0], cols = numel(k.in_types[0]) / std::max<int64_t>(1, rows);
   const T keep_scale = T(1) / T(1 - rate);
+  const int64_t period = k.node.attrs.i("mask_period", 0);  // > 0: columns this far apart share a mask
   Context* ctx = &context(k);
   return [=] {
     const auto s = static_cast<uint64_t>(*step);
     ctx->parallel_for(rows, kElementwiseGrain / (cols + 1) + 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = 0; c < cols; ++c) {
-          const bool keep = rng::uniform(seed, s, static_cast<uint64_t>(row_offset + r), static_cast<uint64_t>(c)) >= rate;
+          const int64_t key = period > 0 ? c % period : c;
+          const bool keep = rng::uniform(seed, s, static_cast<uint64_t>(row_offset + r), static_cast<uint64_t>(key)) >= rate;
           // Multiplying by 0 instead of writing 0 keeps a dropped NaN or inf visible (NaN), as
           // PyTorch's dropout does; the gradient runs this same kernel on dy.
           y[r * cols + c] = x[r * cols + c] * (keep ? keep_scale : T(0));

@@ -12,6 +12,10 @@
 // gradient cropped back out of it), and cuDNN pads the rest.
 //
 // Algorithms: chosen once by the factory, deterministic and FMA-only (see conv_algorithm.h).
+//
+// depthwise_conv2d and its gradients are the same convolutions with cuDNN's group count = C: the
+// depthwise kernel (kh, kw, C, M) read as (kh, kw, 1, C·M) is a grouped filter of C·M outputs
+// with one input channel each, output c·M + m in group c, as Tandem's channel order has it.
 #include <array>
 #include <climits>
 #include <optional>
@@ -67,8 +71,10 @@ __global__ void permute_kernel(T* dst, const T* src, FilterPermute p) {
 struct Geometry {
   ops::Window2D w;
   int64_t filters, extra_h, extra_w;
-  Geometry(const ops::Window2D& win, int64_t f)
-      : w(win), filters(f), extra_h(win.pad_bottom - win.pad_top), extra_w(win.pad_right - win.pad_left) {}
+  int64_t groups;  // 1, or C for a depthwise convolution
+  Geometry(const ops::Window2D& win, int64_t f, int64_t g = 1)
+      : w(win), filters(f), extra_h(win.pad_bottom - win.pad_top), extra_w(win.pad_right - win.pad_left), groups(g) {}
+  int64_t group_in() const { return w.c / groups; }  // input channels per group
   bool padded() const { return extra_h + extra_w > 0; }
   ShiftedCopy into_padded() const {
     return {.n = w.n, .c = w.c, .src_h = w.h, .src_w = w.w, .dst_h = w.h + extra_h, .dst_w = w.w + extra_w};
@@ -76,11 +82,12 @@ struct Geometry {
   ShiftedCopy out_of_padded() const {
     return {.n = w.n, .c = w.c, .src_h = w.h + extra_h, .src_w = w.w + extra_w, .dst_h = w.h, .dst_w = w.w};
   }
-  std::array<int64_t, 4> filter_sizes() const { return {w.kh, w.kw, w.c, filters}; }  // by FilterAxis
+  std::array<int64_t, 4> filter_sizes() const { return {w.kh, w.kw, group_in(), filters}; }  // by FilterAxis
   std::string str() const {
     // Appended, not "(" + ...: GCC 12 raises a false -Wrestrict on that concatenation.
     auto pair = [](int64_t a, int64_t b) { return std::string("(").append(std::to_string(a)).append(", ").append(std::to_string(b)).append(")"); };
-    return "input " + Shape{w.n, w.h, w.w, w.c}.str() + ", kernel " + Shape{w.kh, w.kw, w.c, filters}.str() + ", strides " +
+    return "input " + Shape{w.n, w.h, w.w, w.c}.str() + ", kernel " + Shape{w.kh, w.kw, group_in(), filters}.str() +
+           (groups > 1 ? ", groups " + std::to_string(groups) : std::string()) + ", strides " +
            pair(w.sh, w.sw) + ", dilation " + pair(w.dh, w.dw) + ", padding " + pair(w.pad_top, w.pad_bottom) + " " +
            pair(w.pad_left, w.pad_right);
   }
@@ -109,13 +116,14 @@ class Convolution {
     check_cudnn(cudnnSetConvolution2dDescriptor(d_->conv, dim(w.pad_top), dim(w.pad_left), dim(w.sh), dim(w.sw), dim(w.dh), dim(w.dw),
                                                 CUDNN_CROSS_CORRELATION, kType),
                 "cudnnSetConvolution2dDescriptor", label_);
+    check_cudnn(cudnnSetConvolutionGroupCount(d_->conv, dim(g.groups)), "cudnnSetConvolutionGroupCount", label_);
     // FMA math first; float64 may also take DEFAULT (its tensor cores compute exact FP64 FMAs),
     // float32 never: DEFAULT allows TF32. A math type cuDNN refuses is one more that does not fit.
     constexpr cudnnMathType_t kMaths[] = {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH};
     for (int m = 0; m < (kF64 ? 2 : 1); ++m)
       for (const FilterFormat& f : kFilterFormats) {
         if (cudnnSetConvolutionMathType(d_->conv, kMaths[m]) != CUDNN_STATUS_SUCCESS) break;
-        check_cudnn(cudnnSetFilter4dDescriptor(d_->filter, kType, f.format, dim(g.filters), dim(w.c), dim(w.kh), dim(w.kw)),
+        check_cudnn(cudnnSetFilter4dDescriptor(d_->filter, kType, f.format, dim(g.filters), dim(g.group_in()), dim(w.kh), dim(w.kw)),
                     "cudnnSetFilter4dDescriptor", label_);
         check_output_size();
         algo_ = choose_conv_algorithm(ctx, *d_, dir, label_);
@@ -220,8 +228,12 @@ std::optional<KernelFn> degenerate(const KernelInit& k) {
   return std::nullopt;
 }
 
-ops::Window2D window(const KernelInit& k, const Shape& x, const Shape& kernel) {
-  return ops::window2d(x, kernel[0], kernel[1], k.node.attrs, k.node.op.c_str());
+// The convolution of a conv2d-family node (kernel (kh, kw, C, F)) or a depthwise one (kernel
+// (kh, kw, C, M): C·M filters in C groups); `x` is the image shape, `kernel` the kernel's.
+Geometry geometry(const KernelInit& k, const Shape& x, const Shape& kernel) {
+  const ops::Window2D w = ops::window2d(x, kernel[0], kernel[1], k.node.attrs, k.node.op.c_str());
+  if (k.node.op.starts_with("depthwise_")) return Geometry(w, kernel[2] * kernel[3], kernel[2]);
+  return Geometry(w, kernel[3]);
 }
 
 // Inputs (x, kernel).
@@ -229,7 +241,7 @@ template <class T>
 KernelFn make_conv2d(const KernelInit& k) {
   if (std::optional<KernelFn> fn = degenerate(k)) return *fn;
   const Shape& ks = k.in_types[1].shape;
-  const Convolution<T> conv(k, Geometry(window(k, k.in_types[0].shape, ks), ks[3]), ConvDirection::Forward);
+  const Convolution<T> conv(k, geometry(k, k.in_types[0].shape, ks), ConvDirection::Forward);
   const T *x = in<T>(k, 0), *kernel = in<T>(k, 1);
   T* y = out<T>(k);
   return [conv, x, kernel, y] {
@@ -257,7 +269,7 @@ template <class T>
 KernelFn make_conv2d_backprop_input(const KernelInit& k) {
   if (std::optional<KernelFn> fn = degenerate(k)) return *fn;
   const Shape& ks = k.in_types[1].shape;
-  const Geometry g(window(k, Shape(k.node.attrs.ints("input_shape")), ks), ks[3]);
+  const Geometry g = geometry(k, Shape(k.node.attrs.ints("input_shape")), ks);
   const Convolution<T> conv(k, g, ConvDirection::BackwardData);
   const T *dy = in<T>(k, 0), *kernel = in<T>(k, 1);
   T* dx = out<T>(k);
@@ -273,7 +285,7 @@ template <class T>
 KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
   if (std::optional<KernelFn> fn = degenerate(k)) return *fn;
   const Shape ks(k.node.attrs.ints("kernel_shape"));
-  const Convolution<T> conv(k, Geometry(window(k, k.in_types[0].shape, ks), ks[3]), ConvDirection::BackwardFilter);
+  const Convolution<T> conv(k, geometry(k, k.in_types[0].shape, ks), ConvDirection::BackwardFilter);
   const T *x = in<T>(k, 0), *dy = in<T>(k, 1);
   T* dkernel = out<T>(k);
   return [conv, x, dy, dkernel] {
@@ -287,5 +299,8 @@ REGISTER_CUDA_FLOAT_KERNEL("conv2d", make_conv2d);
 REGISTER_CUDA_FLOAT_KERNEL("fused_conv2d", make_fused_conv2d);
 REGISTER_CUDA_FLOAT_KERNEL("conv2d_backprop_input", make_conv2d_backprop_input);
 REGISTER_CUDA_FLOAT_KERNEL("conv2d_backprop_filter", make_conv2d_backprop_filter);
+REGISTER_CUDA_FLOAT_KERNEL("depthwise_conv2d", make_conv2d);
+REGISTER_CUDA_FLOAT_KERNEL("depthwise_conv2d_backprop_input", make_conv2d_backprop_input);
+REGISTER_CUDA_FLOAT_KERNEL("depthwise_conv2d_backprop_filter", make_conv2d_backprop_filter);
 
 }  // namespace tandem::backend::cuda

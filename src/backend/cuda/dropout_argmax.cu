@@ -11,12 +11,12 @@ namespace tandem::backend::cuda {
 namespace {
 // The step counter changes every step, so it is read here, on the device.
 template <class T>
-__global__ void dropout_kernel(T* y, const T* x, const int64_t* step, int64_t n, int64_t cols, int64_t row_offset, uint64_t seed,
-                               double rate, T keep_scale) {
+__global__ void dropout_kernel(T* y, const T* x, const int64_t* step, int64_t n, int64_t cols, int64_t period, int64_t row_offset,
+                               uint64_t seed, double rate, T keep_scale) {
   const auto s = static_cast<uint64_t>(*step);
   TANDEM_CUDA_LOOP(i, n) {
-    const int64_t r = i / cols, c = i % cols;
-    const bool keep = rng::uniform(seed, s, static_cast<uint64_t>(row_offset + r), static_cast<uint64_t>(c)) >= rate;
+    const int64_t r = i / cols, c = i % cols, key = period > 0 ? c % period : c;
+    const bool keep = rng::uniform(seed, s, static_cast<uint64_t>(row_offset + r), static_cast<uint64_t>(key)) >= rate;
     // Multiplying by 0 instead of writing 0 keeps a dropped NaN or inf visible (NaN), as on the CPU.
     y[i] = x[i] * (keep ? keep_scale : T(0));
   }
@@ -34,7 +34,10 @@ KernelFn make_dropout(const KernelInit& k) {
   const int64_t rows = k.in_types[0].shape[0], cols = numel(k.in_types[0]) / (rows > 1 ? rows : 1);
   const int64_t n = rows * cols;
   const T keep_scale = T(1) / T(1 - rate);
-  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { dropout_kernel<<<grid, kBlock, 0, s>>>(y, x, step, n, cols, row_offset, seed, rate, keep_scale); });
+  const int64_t period = k.node.attrs.i("mask_period", 0);  // > 0: columns this far apart share a mask
+  return launch_over(k, n, [=](unsigned grid, cudaStream_t s) {
+    dropout_kernel<<<grid, kBlock, 0, s>>>(y, x, step, n, cols, period, row_offset, seed, rate, keep_scale);
+  });
 }
 
 // A candidate for argmax. The CPU scan keeps the first NaN if there is one, else the first
