@@ -1,0 +1,231 @@
+// Preprocessing layers (Rescaling, Normalization, Resizing, UpSampling2D, CategoryEncoding) against
+// Keras 3 on JAX (tests/data/preprocessing_refs.json, made by tests/data/make_preprocessing_refs.py):
+// outputs, configs written back as Keras writes them, and Normalization.adapt's statistics; float64
+// finite-difference checks of resize2d and its adjoint; Keras-made model files with these layers
+// (tests/data/keras/, made by tests/data/make_keras_files.py) loaded and predicting as Keras did;
+// Tandem's own files round-tripping; and the errors for bad arguments.
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "layers/config.h"
+#include "ops/resize.h"
+#include "scratch_dir.h"
+#include "tests/gradient_check.h"
+
+namespace fs = std::filesystem;
+namespace tl = tandem::layers;
+using gradcheck::GradCheck;
+using gradcheck::Outcome;
+using nlohmann::json;
+using tandem::DType;
+using tandem::Shape;
+using tandem::Tensor;
+namespace ops = tandem::ops;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << p);
+  return json::parse(in);
+}
+
+DType dtype_of(const std::string& name) {
+  if (name == "int32") return DType::I32;
+  if (name == "int64") return DType::I64;
+  if (name == "float64") return DType::F64;
+  return DType::F32;
+}
+
+Tensor tensor_of(const json& t, DType dtype) {
+  const std::vector<double> v = t.at("values").get<std::vector<double>>();
+  return Tensor::from(Shape(t.at("shape").get<std::vector<int64_t>>()), std::span<const double>(v)).cast(dtype);
+}
+Tensor tensor_of(const json& t) { return tensor_of(t, t.contains("dtype") ? dtype_of(t.at("dtype")) : DType::F32); }
+
+double max_difference(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const Tensor x = a.cast(DType::F64), y = b.cast(DType::F64);
+  double d = 0;
+  for (int64_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x.values<double>()[i] - y.values<double>()[i]));
+  return d;
+}
+
+const json& refs() {
+  static const json j = read_json(fs::path(TANDEM_TEST_DATA) / "preprocessing_refs.json");
+  return j;
+}
+const json& entry(const std::string& label) {
+  for (const json& e : refs().at("layers"))
+    if (e.at("label") == label) return e;
+  FAIL("no case " << label);
+  return refs();
+}
+
+std::shared_ptr<tandem::Layer> layer_of(const json& e) {
+  return tl::layer_from_config(e.at("class_name").get<std::string>(), tl::Json::parse(e.at("config").dump()));
+}
+
+// The layer alone in a model on inputs like x; its prediction on x.
+Tensor predict_alone(const std::shared_ptr<tandem::Layer>& layer, const Tensor& x) {
+  const tandem::Symbol in = tandem::Input(x.shape().without_batch(), x.dtype());
+  tandem::Model model(in, tandem::LayerRef(layer)(in));
+  return model.predict(x);
+}
+
+const ScratchRoot scratch_root("tandem_preprocessing");
+fs::path scratch(const std::string& name) {
+  static const fs::path dir = scratch_root.fresh("files");
+  return dir / name;
+}
+
+}  // namespace
+
+TEST_CASE("preprocessing: every layer gives Keras 3's outputs, writes Keras's config, and adapts as Keras does") {
+  REQUIRE(refs().at("layers").size() >= 25);
+  for (const json& e : refs().at("layers")) {
+    const std::string label = e.at("label");
+    INFO("case " << label << " (Keras " << refs().at("keras_version").get<std::string>() << ", " << refs().at("backend").get<std::string>() << ")");
+    std::shared_ptr<tandem::Layer> layer = layer_of(e);
+    const Tensor x = tensor_of(e.at("x"));
+    if (e.contains("adapt")) {
+      tl::NormalizationRef(layer).adapt(tensor_of(e.at("adapt")));
+      CHECK(max_difference(layer->weights().at(0)->value(), tensor_of(e.at("mean"), DType::F32)) <= kTolerance);
+      CHECK(max_difference(layer->weights().at(1)->value(), tensor_of(e.at("variance"), DType::F32)) <= kTolerance);
+    }
+    const Tensor y = predict_alone(layer, x);
+    CHECK(y.dtype() == DType::F32);
+    CHECK(max_difference(y, tensor_of(e.at("y"), DType::F32)) <= kTolerance);
+    CHECK(json::parse(layer->config_json()) == e.at("config"));
+  }
+}
+
+TEST_CASE("preprocessing: Normalization.adapt on a Dataset (its row map applied) gives Keras's statistics") {
+  const json& e = entry("normalization_adapt");
+  const Tensor data = tensor_of(e.at("adapt"));
+  // The same rows as float64 in a dataset whose map casts them to float32.
+  const tandem::Dataset ds = tandem::Dataset(data.cast(DType::F64), Tensor(Shape{data.shape()[0]}, DType::I32)).map_x(tandem::datasets::cast(DType::F32));
+  tl::NormalizationRef norm = tl::Normalization();
+  norm.adapt(ds);
+  CHECK(max_difference(norm->weights().at(0)->value(), tensor_of(e.at("mean"), DType::F32)) <= kTolerance);
+  CHECK(max_difference(norm->weights().at(1)->value(), tensor_of(e.at("variance"), DType::F32)) <= kTolerance);
+  CHECK(norm->weights().at(2)->value().dtype() == DType::I32);  // count, as Keras on JAX keeps it
+  CHECK(max_difference(predict_alone(norm.ptr(), tensor_of(e.at("x"))), tensor_of(e.at("y"), DType::F32)) <= kTolerance);
+}
+
+TEST_CASE("preprocessing: resize2d and its adjoint, float64 finite differences") {
+  for (const auto method : {ops::ResizeMethod::bilinear, ops::ResizeMethod::nearest}) {
+    const char* name = method == ops::ResizeMethod::bilinear ? "bilinear" : "nearest";
+    for (const auto& [in, out] : std::vector<std::pair<Shape, Shape>>{{{2, 3, 4, 2}, {7, 9}}, {{1, 8, 7, 3}, {3, 4}}, {{2, 2, 9, 1}, {5, 3}}, {{1, 1, 4, 2}, {3, 4}}}) {
+      INFO(name << " " << in.str() << " -> " << out.str());
+      GradCheck c;
+      const Outcome o = c.check(ops::resize2d(c.g, c.uniform(in), out[0], out[1], method), "resize2d");
+      CHECK(o.y.size() == static_cast<std::size_t>(in[0] * out[0] * out[1] * in[3]));
+      GradCheck back;
+      back.check(ops::resize2d_grad(back.g, back.uniform({in[0], out[0], out[1], in[3]}), in[1], in[2], method), "resize2d_grad");
+    }
+  }
+}
+
+TEST_CASE("preprocessing: resize2d's sampling positions (closed form)") {
+  // Nearest: floor((o + 0.5) · in / out); a whole factor repeats each pixel (UpSampling2D).
+  const ops::ResizeAxis up = ops::resize_axis(3, 6, ops::ResizeMethod::nearest);
+  CHECK(up.index == std::vector<int64_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
+  const ops::ResizeAxis down = ops::resize_axis(7, 3, ops::ResizeMethod::nearest);
+  CHECK(down.index == std::vector<int64_t>{1, 1, 3, 3, 5, 5});
+  // Bilinear 2 -> 4: samples −0.25 (clamped), 0.25, 0.75, 1.25 (clamped).
+  const ops::ResizeAxis b = ops::resize_axis(2, 4, ops::ResizeMethod::bilinear);
+  CHECK(b.index == std::vector<int64_t>{0, 0, 0, 1, 0, 1, 1, 1});
+  CHECK(b.weight == std::vector<double>{1, 0, 0.75, 0.25, 0.25, 0.75, 1, 0});
+  // The reverse lists: input 0 is read by outputs 0, 1, 2 with weights 1, 0.75, 0.25.
+  CHECK(b.start == std::vector<int64_t>{0, 3, 6});
+  CHECK(b.source == std::vector<int64_t>{0, 1, 2, 1, 2, 3});
+  CHECK(b.share == std::vector<double>{1, 0.75, 0.25, 0.25, 0.75, 1});
+}
+
+TEST_CASE("preprocessing: a model with Rescaling and an adapted Normalization saves and loads whole, both formats") {
+  std::vector<float> pixels(6 * 4);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>((i * 37) % 256);
+  const Tensor x = Tensor::from({6, 4}, std::span<const float>(pixels)).cast(DType::I32);
+  tl::NormalizationRef norm = tl::Normalization();
+  norm.adapt(Tensor::from({6, 4}, std::span<const float>(pixels)).cast(DType::F64));
+  const tandem::Symbol in = tandem::Input({4}, DType::I32);
+  const tandem::Symbol h = norm(tl::Rescaling(1 / 255.0)(in));
+  tandem::Model model(in, tl::Dense(2)(h));
+  // Normalization sees pixels / 255: its statistics, adapted on raw pixels, are 255 times too large,
+  // which the test does not mind; what matters is that they travel with the model.
+  const Tensor before = model.predict(x);
+  for (const char* ext : {".keras", ".h5"}) {
+    INFO(ext);
+    const fs::path file = scratch(std::string("rescale_norm") + ext);
+    model.save(file.string());
+    std::unique_ptr<tandem::Model> loaded = tandem::load_model(file.string());
+    CHECK(max_difference(loaded->predict(x), before) == 0.0);
+    bool found = false;
+    for (const auto& layer : loaded->layers())
+      if (layer->class_name() == "Normalization") {
+        CHECK(max_difference(layer->weights().at(0)->value(), norm->weights().at(0)->value()) == 0.0);
+        CHECK(max_difference(layer->weights().at(1)->value(), norm->weights().at(1)->value()) == 0.0);
+        found = true;
+      }
+    CHECK(found);
+  }
+}
+
+TEST_CASE("preprocessing: Keras-made models with the preprocessing layers load and predict as Keras did") {
+  const fs::path dir = fs::path(TANDEM_TEST_DATA) / "keras";
+  const json models = read_json(dir / "models.json");
+  for (const char* name : {"prep_image", "prep_norm", "prep_encode"}) {
+    const json& m = models.at(name);
+    const Tensor x = tensor_of(m.at("x"), std::string(name) == "prep_norm" ? DType::F32 : DType::I32);
+    for (const std::string ext : {".keras", ".h5"}) {
+      INFO(name << ext);
+      std::unique_ptr<tandem::Model> model = tandem::load_model((dir / (name + ext)).string());
+      CHECK(max_difference(model->predict(x), tensor_of(m.at("y"), DType::F32)) <= kTolerance);
+    }
+  }
+}
+
+TEST_CASE("preprocessing: bad arguments name the layer, the argument, what it accepts and what came") {
+  CHECK_THROWS_WITH_AS(tl::Resizing(0, 4, {.name = "rs"}), doctest::Contains("Resizing \"rs\": height must be positive, got 0"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::Resizing(4, 4, {.interpolation = "bicubic", .name = "rs"}),
+                       doctest::Contains("interpolation must be \"bilinear\" or \"nearest\", got \"bicubic\""), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::Resizing(4, 4, {.crop_to_aspect_ratio = true, .pad_to_aspect_ratio = true, .name = "rs"}),
+                       doctest::Contains("only one of crop_to_aspect_ratio and pad_to_aspect_ratio"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::UpSampling2D({2, 0}, {.name = "up"}), doctest::Contains("UpSampling2D \"up\": size must be positive integers"),
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::CategoryEncoding(5, {.output_mode = "tf_idf", .name = "ce"}),
+                       doctest::Contains("CategoryEncoding \"ce\": output_mode must be \"one_hot\", \"multi_hot\" or \"count\", got \"tf_idf\""),
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::CategoryEncoding(0, {.name = "ce"}), doctest::Contains("num_tokens must be positive, got 0"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::Normalization({.mean = {1.0}, .name = "n"}),
+                       doctest::Contains("Normalization \"n\": mean and variance must be given together; got mean only"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::Normalization({.mean = {1.0, 2.0}, .variance = {1.0}, .name = "n"}),
+                       doctest::Contains("mean and variance must have the same shape; got mean (2,) and variance ()"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::Normalization({.mean = {1.0}, .variance = {1.0}, .name = "n"}).adapt(Tensor(Shape{2, 3}, DType::F32)),
+                       doctest::Contains("adapt() cannot change the mean and variance given to the layer"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::Normalization({.axis = {0}, .name = "n"}).adapt(Tensor(Shape{2, 3}, DType::F32)),
+                       doctest::Contains("Normalization \"n\": axis 0 is the batch axis"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::Normalization({.axis = {3}, .name = "n"}).adapt(Tensor(Shape{2, 3}, DType::F32)),
+                       doctest::Contains("axis 3 is out of range"), tandem::ValueError);
+  tl::NormalizationRef norm = tl::Normalization({.name = "n"});
+  norm.adapt(Tensor(Shape{2, 3}, DType::F32));
+  CHECK_THROWS_WITH_AS(norm.adapt(Tensor(Shape{2, 4}, DType::F32)), doctest::Contains("built for rows of shape (3,), adapt() got data of shape (2, 4)"),
+                       tandem::ShapeError);
+  CHECK_THROWS_WITH_AS(tl::NormalizationRef(tl::Dense(3).ptr()).adapt(Tensor(Shape{2, 3}, DType::F32)),
+                       doctest::Contains("adapt() is for a Normalization layer"), tandem::ValueError);
+  const tandem::Symbol ints = tandem::Input({4, 4, 1}, DType::I32);
+  CHECK_THROWS_WITH_AS(tl::Resizing(2, 2, {.name = "rs"})(ints), doctest::Contains("Resizing \"rs\": expected float images, got int32"),
+                       tandem::ValueError);
+  const tandem::Symbol ids3 = tandem::Input({2, 3}, DType::I32);
+  CHECK_THROWS_WITH_AS(tl::CategoryEncoding(4, {.name = "ce"})(ids3),
+                       doctest::Contains("CategoryEncoding \"ce\": output_mode \"multi_hot\" expects ids of shape (batch, n), got (None, 2, 3)"),
+                       tandem::ShapeError);
+}
