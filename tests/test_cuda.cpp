@@ -19,6 +19,7 @@
 #include "distribute/strategy.h"
 #include "ops/ops.h"
 #include "ops/recurrent.h"
+#include "ops/resize.h"
 #include "runtime/executable.h"
 #include "tests/strategy_helpers.h"
 
@@ -377,4 +378,18 @@ TEST_CASE("cuda: simple_rnn and simple_rnn_grad on gpu:0 equal the CPU's (float6
     const auto r = tandem::ops::simple_rnn(c.g, xw, h0, u, recurrent_mask(c, rc.masked), scale, recurrent_attrs(rc));
     c.check({r.y, r.h}, {xw, h0, u});
   }
+}
+
+TEST_CASE("cuda: resize2d and resize2d_grad, nearest and bilinear, on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  for (const auto method : {tandem::ops::ResizeMethod::nearest, tandem::ops::ResizeMethod::bilinear})
+    for (const auto& [in, out] : std::vector<std::pair<tandem::Shape, tandem::Shape>>{
+             {{2, 3, 4, 5}, {7, 9}}, {{3, 17, 13, 2}, {5, 6}}, {{1, 2, 31, 3}, {9, 4}}, {{2, 1, 1, 4}, {3, 2}}}) {
+      INFO((method == tandem::ops::ResizeMethod::nearest ? "nearest " : "bilinear ") << in.str() << " -> " << out.str());
+      DeviceComparison c;
+      const auto x = c.uniform(in, -1, 1);
+      // resize2d's gradient is resize2d_grad; resize2d_grad's own forward runs on a second input.
+      const auto dy = c.uniform({in[0], out[0], out[1], in[3]}, -1, 1);
+      c.check({tandem::ops::resize2d(c.g, x, out[0], out[1], method), tandem::ops::resize2d_grad(c.g, dy, in[1], in[2], method)}, {x, dy});
+    }
 }
