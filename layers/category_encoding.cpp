@@ -1,6 +1,7 @@
 // CategoryEncoding (Keras 3 on JAX): integer ids to one-hot, multi-hot or count encodings built
 // from the one_hot op. Ids outside [0, num_tokens) add nothing, as jax.nn.one_hot gives them zeros.
 #include "layer_base/call_context.h"
+#include "layers/category_encode.h"
 #include "layers/config.h"
 #include "layers/fields.h"
 #include "ops/ops.h"
@@ -35,20 +36,7 @@ class CategoryEncodingLayer : public Layer {
     graph::Graph& g = ctx.g;
     const TensorType& t = g.type(inputs[0]);
     graph::Value ids = t.dtype == DType::I32 || t.dtype == DType::I64 ? inputs[0] : ops::cast(g, inputs[0], DType::I32);
-    const std::string& mode = args_.options.output_mode;
-    std::vector<int64_t> dims = t.shape.dims();
-    if (mode == "one_hot") {
-      if (dims.size() > 1 && dims.back() == 1) {  // (..., 1) -> (...)
-        dims.pop_back();
-        ids = ops::reshape(g, ids, Shape(dims));
-      }
-      return ops::one_hot(g, ids, args_.num_tokens, dtype());
-    }
-    // Keras on JAX reduces axis 1: (batch, n) ids give (batch, num_tokens).
-    if (dims.size() != 2)
-      throw ShapeError(who() + ": output_mode \"" + mode + "\" expects ids of shape (batch, n), got " + t.shape.without_batch().with_batch(-1).str());
-    const graph::Value hot = ops::one_hot(g, ids, args_.num_tokens, dtype());
-    return mode == "count" ? ops::reduce_sum(g, hot, {1}) : ops::reduce_max(g, hot, {1});
+    return detail::encode_categories(g, ids, args_.num_tokens, args_.options.output_mode, dtype(), who());
   }
 
  private:

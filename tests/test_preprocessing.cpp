@@ -229,3 +229,95 @@ TEST_CASE("preprocessing: bad arguments name the layer, the argument, what it ac
                        doctest::Contains("CategoryEncoding \"ce\": output_mode \"multi_hot\" expects ids of shape (batch, n), got (None, 2, 3)"),
                        tandem::ShapeError);
 }
+
+namespace {
+Tensor ints(Shape shape, std::vector<int64_t> v) { return Tensor::from(std::move(shape), std::span<const int64_t>(v)); }
+std::vector<double> values_of(const Tensor& t) {
+  const Tensor d = t.cast(DType::F64);
+  return {d.values<double>().begin(), d.values<double>().end()};
+}
+}  // namespace
+
+TEST_CASE("preprocessing: IntegerLookup gives the indices and encodings of Keras's documented examples") {
+  // keras/src/layers/preprocessing/integer_lookup.py's examples (Keras 3's IntegerLookup itself needs
+  // TensorFlow, so these documented values are the reference).
+  const std::vector<int64_t> vocab{12, 36, 1138, 42};
+  const Tensor data = ints({2, 3}, {12, 1138, 42, 42, 1000, 36});
+  SUBCASE("a given vocabulary; 1000 is out of it (index 0)") {
+    const Tensor y = predict_alone(tl::IntegerLookup({.vocabulary = vocab}).ptr(), data);
+    CHECK(y.dtype() == DType::I64);
+    CHECK(values_of(y) == std::vector<double>{1, 3, 4, 4, 0, 2});
+  }
+  SUBCASE("adapt: by descending count, ties by descending value") {
+    tl::IntegerLookupRef layer = tl::IntegerLookup();
+    layer.adapt(data);
+    CHECK(layer.get_vocabulary() == std::vector<int64_t>{-1, 42, 1138, 1000, 36, 12});
+    CHECK(layer.vocabulary_size() == 6);
+    CHECK(values_of(predict_alone(layer.ptr(), data)) == std::vector<double>{5, 2, 1, 1, 3, 4});
+  }
+  SUBCASE("two OOV indices: value mod 2") {
+    const Tensor y = predict_alone(tl::IntegerLookup({.num_oov_indices = 2, .vocabulary = vocab}).ptr(), ints({2, 3}, {12, 1138, 42, 37, 1000, 36}));
+    CHECK(values_of(y) == std::vector<double>{2, 4, 5, 1, 0, 3});
+    const Tensor z = predict_alone(tl::IntegerLookup({.num_oov_indices = 4, .vocabulary = {10, 20, 30}}).ptr(),
+                                   ints({6, 1}, {100, 300, 700, 1100, 1700, 2000}));
+    CHECK(values_of(z) == std::vector<double>{0, 0, 0, 0, 0, 0});
+  }
+  SUBCASE("one_hot, multi_hot and count") {
+    const Tensor one = predict_alone(tl::IntegerLookup({.vocabulary = vocab, .output_mode = "one_hot"}).ptr(), ints({5, 1}, {12, 36, 1138, 42, 7}));
+    CHECK(one.shape() == Shape{5, 5});
+    CHECK(values_of(one) == std::vector<double>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0});
+    const Tensor rows = ints({2, 4}, {12, 1138, 42, 42, 42, 7, 36, 7});
+    CHECK(values_of(predict_alone(tl::IntegerLookup({.vocabulary = vocab, .output_mode = "multi_hot"}).ptr(), rows)) ==
+          std::vector<double>{0, 1, 0, 1, 1, 1, 0, 1, 0, 1});
+    CHECK(values_of(predict_alone(tl::IntegerLookup({.vocabulary = vocab, .output_mode = "count"}).ptr(), rows)) ==
+          std::vector<double>{0, 1, 0, 1, 2, 2, 0, 1, 0, 1});
+  }
+  SUBCASE("invert: indices back to values, -1 for an unknown one") {
+    const Tensor y = predict_alone(tl::IntegerLookup({.vocabulary = vocab, .invert = true}).ptr(), ints({2, 3}, {1, 3, 4, 4, 0, 2}));
+    CHECK(values_of(y) == std::vector<double>{12, 1138, 42, 42, -1, 36});
+  }
+  SUBCASE("a mask token: index 0, the OOV index 1, the vocabulary from 2; inverted, 0 gives the mask token") {
+    tl::IntegerLookupRef layer = tl::IntegerLookup({.mask_token = 0, .vocabulary = vocab});
+    CHECK(layer.get_vocabulary() == std::vector<int64_t>{0, -1, 12, 36, 1138, 42});
+    CHECK(values_of(predict_alone(layer.ptr(), ints({1, 4}, {12, 0, 7, 42}))) == std::vector<double>{2, 0, 1, 5});
+    const Tensor back = predict_alone(tl::IntegerLookup({.mask_token = 0, .vocabulary = vocab, .invert = true}).ptr(), ints({1, 4}, {2, 0, 1, 5}));
+    CHECK(values_of(back) == std::vector<double>{12, 0, -1, 42});
+  }
+}
+
+TEST_CASE("preprocessing: IntegerLookup writes Keras's config with its vocabulary, and a model with it saves and loads") {
+  tl::IntegerLookupRef lookup = tl::IntegerLookup({.name = "ids"});
+  lookup.adapt(ints({2, 3}, {12, 1138, 42, 42, 1000, 36}));
+  const nlohmann::ordered_json config = nlohmann::ordered_json::parse(lookup->config_json());
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : config.items()) keys.push_back(key);
+  CHECK(keys == std::vector<std::string>{"name", "trainable", "dtype", "invert", "max_tokens", "num_oov_indices", "oov_token", "mask_token",
+                                         "output_mode", "sparse", "pad_to_max_tokens", "vocabulary_dtype", "idf_weights", "vocabulary",
+                                         "vocabulary_size", "oov_method", "salt"});
+  CHECK(config.at("vocabulary") == nlohmann::ordered_json::array({42, 1138, 1000, 36, 12}));
+  CHECK(config.at("vocabulary_size") == 6);
+  CHECK(config.at("max_tokens").is_null());
+  const tandem::Symbol in = tandem::Input({3}, DType::I64);
+  tandem::Model model(in, tl::Dense(2)(tl::IntegerLookup({.vocabulary = {42, 1138, 1000, 36, 12}, .output_mode = "multi_hot"})(lookup(in))));
+  const Tensor x = ints({2, 3}, {12, 1138, 7, 42, 1000, 36});
+  const Tensor before = model.predict(x);
+  const fs::path file = scratch("lookup.keras");
+  model.save(file.string());
+  CHECK(max_difference(tandem::load_model(file.string())->predict(x), before) == 0.0);
+}
+
+TEST_CASE("preprocessing: IntegerLookup's bad arguments are refused as Keras refuses them") {
+  CHECK_THROWS_WITH_AS(tl::IntegerLookup({.max_tokens = 1, .name = "l"}), doctest::Contains("IntegerLookup \"l\": max_tokens must be greater than 1"),
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::IntegerLookup({.vocabulary = {1, 2}, .invert = true, .output_mode = "count", .name = "l"}),
+                       doctest::Contains("output_mode must be \"int\" when invert is true"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::IntegerLookup({.vocabulary = {3, 4, 3}, .name = "l"}), doctest::Contains("the vocabulary repeats 3"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::IntegerLookup({.mask_token = 0, .vocabulary = {3, 0}, .name = "l"}), doctest::Contains("holds the mask token 0"),
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::IntegerLookup({.max_tokens = 3, .vocabulary = {3, 4, 5}, .name = "l"}),
+                       doctest::Contains("a vocabulary of 4 indices is larger than max_tokens 3"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tl::IntegerLookup({.vocabulary = {1, 2}, .name = "l"}).adapt(ints({1, 1}, {1})),
+                       doctest::Contains("cannot adapt a layer given a vocabulary"), tandem::ValueError);
+  const tandem::Symbol in = tandem::Input({3}, DType::I32);
+  CHECK_THROWS_WITH_AS(tl::IntegerLookup({.name = "l"})(in), doctest::Contains("IntegerLookup \"l\": has no vocabulary"), tandem::ValueError);
+}

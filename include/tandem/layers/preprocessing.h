@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,5 +79,43 @@ struct CategoryEncodingOptions {
 // Integer ids in [0, num_tokens) to dense float32 encodings. An id outside the range adds nothing
 // (a row of zeros), as Keras on JAX computes it; float ids are cast to int32 first.
 LayerRef CategoryEncoding(int64_t num_tokens, const CategoryEncodingOptions& options = {});
+
+}  // namespace tandem::layers
+
+namespace tandem::layers {
+
+struct IntegerLookupOptions {
+  int64_t max_tokens = 0;       // the largest vocabulary, special indices included; 0: no limit (Keras's None)
+  int64_t num_oov_indices = 1;  // ids for values outside the vocabulary; with several, value mod n picks one
+  std::optional<int64_t> mask_token{};  // a value that maps to index 0 ("int" output), or is dropped
+  int64_t oov_token = -1;               // what the inverted layer gives for an unknown index
+  // The vocabulary, in index order (it may start with the special tokens, as get_vocabulary gives
+  // them). Empty: set by adapt().
+  std::vector<int64_t> vocabulary{};
+  bool invert = false;               // indices back to values ("int" output only)
+  std::string output_mode = "int";   // "int" (int64 indices), "one_hot", "multi_hot" or "count"
+  bool pad_to_max_tokens = false;    // encodings of max_tokens values instead of the vocabulary's size
+  std::string name{};
+};
+
+// IntegerLookup with adapt() and the vocabulary's accessors, as keras.layers.IntegerLookup.
+class IntegerLookupRef : public LayerRef {
+ public:
+  using LayerRef::LayerRef;
+  // Learns the vocabulary from every value of `data` (integers): the values by descending count,
+  // ties by descending value, the mask and OOV tokens left out, cut to fit max_tokens. Call it before
+  // the layer is used in a model.
+  void adapt(const Tensor& data) const;
+  // The special tokens (the mask token, then oov_token once per OOV index), then the vocabulary:
+  // the value of index i is get_vocabulary()[i].
+  std::vector<int64_t> get_vocabulary(bool include_special_tokens = true) const;
+  int64_t vocabulary_size() const;
+};
+
+// Integer values to indices into a vocabulary (or, inverted, indices back to values), as Keras 3's
+// IntegerLookup computes them: index 0 the mask token when there is one ("int" output), then the
+// OOV indices, then the vocabulary. "int" output is int64; the encodings are float32 as
+// CategoryEncoding's. The vocabulary is written into the saved config.
+IntegerLookupRef IntegerLookup(const IntegerLookupOptions& options = {});
 
 }  // namespace tandem::layers
