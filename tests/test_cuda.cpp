@@ -393,3 +393,23 @@ TEST_CASE("cuda: resize2d and resize2d_grad, nearest and bilinear, on gpu:0 equa
       c.check({tandem::ops::resize2d(c.g, x, out[0], out[1], method), tandem::ops::resize2d_grad(c.g, dy, in[1], in[2], method)}, {x, dy});
     }
 }
+
+TEST_CASE("cuda: integer_lookup (IntegerLookup, forwards with OOV buckets and a mask, and inverted) on gpu:0 equals the CPU's") {
+  if (skip_without_gpu()) return;
+  std::vector<int64_t> ids(64 * 5);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7919) % 53) - 3;  // in and out of the vocabulary, some negative
+  const Tensor x = Tensor::from({64, 5}, std::span<const int64_t>(ids));
+  std::vector<int64_t> vocab;
+  for (int64_t v = 0; v < 40; v += 3) vocab.push_back(v * 11 % 47);
+  auto predict_on = [&](const std::string& device, const tl::IntegerLookupOptions& o) {
+    const tandem::Symbol in = tandem::Input({5}, DType::I64);
+    tandem::Model model(in, tl::IntegerLookup(o)(in));
+    model.compile({.optimizer = "sgd", .loss = "mse", .strategy = dist::Default(device)});
+    return model.predict(x);
+  };
+  for (const tl::IntegerLookupOptions& o : {tl::IntegerLookupOptions{.num_oov_indices = 3, .mask_token = 5, .vocabulary = vocab},
+                                            tl::IntegerLookupOptions{.vocabulary = vocab, .invert = true}}) {
+    const Tensor cpu = predict_on("cpu:0", o), gpu = predict_on("gpu:0", o);
+    CHECK(std::equal(cpu.values<int64_t>().begin(), cpu.values<int64_t>().end(), gpu.values<int64_t>().begin()));
+  }
+}
