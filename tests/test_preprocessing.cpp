@@ -6,6 +6,7 @@
 // Tandem's own files round-tripping; and the errors for bad arguments.
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
+#include <tandem/text.h>
 
 #include <cmath>
 #include <filesystem>
@@ -320,4 +321,51 @@ TEST_CASE("preprocessing: IntegerLookup's bad arguments are refused as Keras ref
                        doctest::Contains("cannot adapt a layer given a vocabulary"), tandem::ValueError);
   const tandem::Symbol in = tandem::Input({3}, DType::I32);
   CHECK_THROWS_WITH_AS(tl::IntegerLookup({.name = "l"})(in), doctest::Contains("IntegerLookup \"l\": has no vocabulary"), tandem::ValueError);
+}
+
+TEST_CASE("preprocessing: text::StringLookup gives the indices of Keras's documented StringLookup examples, on the host") {
+  // keras/src/layers/preprocessing/string_lookup.py's examples (Keras 3's StringLookup needs TensorFlow).
+  const std::vector<std::string> vocab{"a", "b", "c", "d"};
+  const std::vector<std::string> data{"a", "c", "d", "d", "z", "b"};
+  const tandem::text::StringLookup given({.vocabulary = vocab});
+  const Tensor ids = given(data, Shape{2, 3});
+  CHECK(ids.shape() == Shape{2, 3});
+  CHECK(values_of(ids) == std::vector<double>{1, 3, 4, 4, 0, 2});
+  CHECK(given.decode(ids) == std::vector<std::string>{"a", "c", "d", "d", "[UNK]", "b"});
+
+  tandem::text::StringLookup adapted;
+  adapted.adapt(data);
+  CHECK(adapted.get_vocabulary() == std::vector<std::string>{"[UNK]", "d", "z", "c", "b", "a"});
+  CHECK(values_of(adapted(data)) == std::vector<double>{5, 3, 1, 1, 2, 4});
+
+  // A mask token takes index 0 and moves the OOV index to 1.
+  const tandem::text::StringLookup masked({.mask_token = "", .vocabulary = vocab});
+  CHECK(values_of(masked(std::vector<std::string>{"", "a", "q"})) == std::vector<double>{0, 2, 1});
+  CHECK(masked.decode(ints({3}, {0, 2, 9})) == std::vector<std::string>{"", "a", "[UNK]"});
+}
+
+TEST_CASE("preprocessing: text::StringLookup reads and writes Keras's StringLookup config and vocabulary.txt asset") {
+  tandem::text::StringLookup lookup({.mask_token = "", .name = "words"});
+  lookup.adapt(std::vector<std::string>{"b", "a", "b", "", "c", "[UNK]"});
+  const nlohmann::ordered_json config = nlohmann::ordered_json::parse(lookup.config_json());
+  CHECK(config.at("vocabulary") == nlohmann::ordered_json::array({"b", "c", "a"}));
+  CHECK(config.at("vocabulary_size") == 5);
+  CHECK(config.at("mask_token") == "");
+  const tandem::text::StringLookup again = tandem::text::StringLookup::from_config(lookup.config_json());
+  CHECK(again.get_vocabulary() == std::vector<std::string>{"", "[UNK]", "b", "c", "a"});
+  // The asset file: one token per line, the special tokens first, as Keras's save_assets writes it.
+  const fs::path file = scratch("vocabulary.txt");
+  lookup.save_vocabulary(file.string());
+  std::ifstream in(file);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "\n[UNK]\nb\nc\na");
+  tandem::text::StringLookup loaded({.mask_token = ""});
+  loaded.load_vocabulary(file.string());
+  CHECK(loaded.get_vocabulary() == lookup.get_vocabulary());
+  nlohmann::ordered_json bad = config;
+  bad["output_mode"] = "one_hot";
+  CHECK_THROWS_WITH_AS(tandem::text::StringLookup::from_config(bad.dump()),
+                       doctest::Contains("StringLookup \"words\": config key \"output_mode\": expected \"int\""), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::text::StringLookup({.num_oov_indices = 2}), doctest::Contains("num_oov_indices must be 0 or 1"), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::text::StringLookup({.num_oov_indices = 0, .vocabulary = {"a"}}).lookup("b"),
+                       doctest::Contains("\"b\" is not in the vocabulary and num_oov_indices is 0"), tandem::ValueError);
 }
