@@ -369,3 +369,36 @@ TEST_CASE("preprocessing: text::StringLookup reads and writes Keras's StringLook
   CHECK_THROWS_WITH_AS(tandem::text::StringLookup({.num_oov_indices = 0, .vocabulary = {"a"}}).lookup("b"),
                        doctest::Contains("\"b\" is not in the vocabulary and num_oov_indices is 0"), tandem::ValueError);
 }
+
+TEST_CASE("preprocessing: resize2d and resize2d_grad are bitwise the same on 1 and 4 threads") {
+  // Big enough that the rows are split between threads.
+  const Shape in{8, 40, 50, 8}, out{8, 70, 30, 8};
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto draw = [&](const Shape& s) {
+    std::vector<float> v(static_cast<std::size_t>(s.num_elements()));
+    for (float& e : v) e = u(rng);
+    return v;
+  };
+  const std::vector<float> x = draw(in), dy = draw(out);
+  for (const auto method : {ops::ResizeMethod::bilinear, ops::ResizeMethod::nearest}) {
+    std::vector<float> results[2][2];
+    for (int r = 0; r < 2; ++r) {
+      tandem::graph::Graph g;
+      const tandem::graph::Value xv = g.placeholder("x", {in, DType::F32}), dv = g.placeholder("dy", {out, DType::F32});
+      const std::vector<tandem::graph::Value> fetches{ops::resize2d(g, xv, out[1], out[2], method), ops::resize2d_grad(g, dv, in[1], in[2], method)};
+      auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+      tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0", r == 0 ? 1 : 4)},
+                                      [](int, int) -> void* { return nullptr; });
+      exe.device(0).copy_in(exe.feed(0, "x"), x.data(), x.size() * sizeof(float));
+      exe.device(0).copy_in(exe.feed(0, "dy"), dy.data(), dy.size() * sizeof(float));
+      exe.run();
+      for (int f = 0; f < 2; ++f) {
+        const auto* p = static_cast<const float*>(exe.fetch(0, f));
+        results[r][f].assign(p, p + g.type(fetches[static_cast<std::size_t>(f)]).shape.num_elements());
+      }
+    }
+    CHECK(results[0][0] == results[1][0]);
+    CHECK(results[0][1] == results[1][1]);
+  }
+}
