@@ -402,3 +402,10 @@ TEST_CASE("preprocessing: resize2d and resize2d_grad are bitwise the same on 1 a
     CHECK(results[0][1] == results[1][1]);
   }
 }
+
+TEST_CASE("preprocessing: Normalization's count loads whether Keras stored it as int32 (JAX) or int64 (TensorFlow)") {
+  const json& e = refs().at("int64_count");
+  tandem::Sequential model({tl::InputLayer({3}), tl::Normalization(), tl::Dense(2)});
+  model.load_weights((fs::path(TANDEM_TEST_DATA) / "normalization_int64_count.weights.h5").string());
+  CHECK(max_difference(model.predict(tensor_of(e.at("x"))), tensor_of(e.at("y"), DType::F32)) <= kTolerance);
+}

@@ -9,6 +9,10 @@ variance Keras's adapt() computed. Resizing covers jax.image.resize without anti
 resize on JAX) for nearest and bilinear, up, down and mixed sizes, with crop and pad to the aspect
 ratio; UpSampling2D nearest (Keras's repeat) and bilinear.
 
+normalization_int64_count.weights.h5 holds the weights of Input((3,)) -> Normalization (adapted) ->
+Dense(2) with Normalization's count rewritten as int64, as Keras on TensorFlow stores it ("int64_count"
+in the JSON: inputs and Keras's predictions).
+
 Run with Keras 3 and JAX:  KERAS_BACKEND=jax python3 tests/data/make_preprocessing_refs.py
 """
 import json
@@ -89,5 +93,22 @@ add("category_encoding_count", layers.CategoryEncoding(6, output_mode="count"), 
 add("category_encoding_one_hot", layers.CategoryEncoding(6, output_mode="one_hot"), np.array([[0], [5], [-1], [6], [3]], dtype="int32"))
 add("category_encoding_one_hot_2d", layers.CategoryEncoding(4, output_mode="one_hot"), rng.integers(0, 4, (3, 2)).astype("int32"))
 
-OUT.write_text(json.dumps({"keras_version": keras.__version__, "backend": keras.backend.backend(), "layers": entries}) + "\n")
+# A weights file of Input((3,)) -> Normalization (adapted) -> Dense(2) whose count is int64, as Keras
+# on TensorFlow stores it (on JAX it is int32): Tandem reads either.
+WEIGHTS = OUT.parent / "normalization_int64_count.weights.h5"
+keras.utils.set_random_seed(3)
+norm = layers.Normalization()
+norm.adapt(data)
+m = keras.Sequential([keras.Input((3,)), norm, layers.Dense(2)])
+m.save_weights(WEIGHTS)
+import h5py  # noqa: E402
+
+with h5py.File(WEIGHTS, "r+") as f:
+    count = f["layers/normalization/vars/2"]
+    assert count.dtype == np.int32, count.dtype
+    del f["layers/normalization/vars/2"]
+    f.create_dataset("layers/normalization/vars/2", data=np.int64(0))
+weights_entry = {"x": tensor(data[:4]), "y": tensor(np.asarray(m.predict(data[:4], verbose=0)))}
+
+OUT.write_text(json.dumps({"keras_version": keras.__version__, "backend": keras.backend.backend(), "layers": entries, "int64_count": weights_entry}) + "\n")
 print(f"{OUT.name}: {len(entries)} layers, {OUT.stat().st_size} bytes")
