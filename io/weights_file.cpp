@@ -225,8 +225,10 @@ Tensor read_variable(const H5File& f, const std::string& at, const Variable& v, 
   const DatasetInfo info = f.dataset_info(at);
   const Tensor& cur = v.value();
   if (info.dims != cur.shape().dims()) throw Error(file + ": " + at + ": expected shape " + cur.shape().str() + ", got " + info.shape_str() + what);
-  // Keras stores the iteration count as int64 (TensorFlow) or int32 (JAX, PyTorch).
-  const bool integer_ok = step_count && (info.dtype == DType::I32 || info.dtype == DType::I64);
+  // Keras stores the iteration count, and integer layer weights (Normalization's count), as int64
+  // (TensorFlow) or int32 (JAX, PyTorch).
+  const bool integer = cur.dtype() == DType::I32 || cur.dtype() == DType::I64;
+  const bool integer_ok = (step_count || integer) && (info.dtype == DType::I32 || info.dtype == DType::I64);
   if (info.dtype != cur.dtype() && !integer_ok)
     throw Error(file + ": " + at + ": expected dtype " + dtype_name(cur.dtype()) + ", got " + info.type_name + what);
   Tensor value(cur.shape(), cur.dtype());

@@ -23,6 +23,7 @@
 #include "ops/image.h"
 #include "ops/ops.h"
 #include "ops/recurrent.h"
+#include "ops/resize.h"
 #include "runtime/executable.h"
 #include "tests/strategy_helpers.h"
 
@@ -442,5 +443,39 @@ TEST_CASE("cuda: depthwise_conv2d, conv2d_transpose and spatial_dropout with the
     const auto x = c.uniform({4, 3, 3, 5}, -1, 1);
     const auto step = tandem::ops::fill(c.g, {tandem::Shape{}, DType::I64}, 3);
     c.check({tandem::ops::spatial_dropout(c.g, x, step, 0.4, 9)}, {x});
+  }
+}
+
+TEST_CASE("cuda: resize2d and resize2d_grad, nearest and bilinear, on gpu:0 equal the CPU's (float64)") {
+  if (skip_without_gpu()) return;
+  for (const auto method : {tandem::ops::ResizeMethod::nearest, tandem::ops::ResizeMethod::bilinear})
+    for (const auto& [in, out] : std::vector<std::pair<tandem::Shape, tandem::Shape>>{
+             {{2, 3, 4, 5}, {7, 9}}, {{3, 17, 13, 2}, {5, 6}}, {{1, 2, 31, 3}, {9, 4}}, {{2, 1, 1, 4}, {3, 2}}}) {
+      INFO((method == tandem::ops::ResizeMethod::nearest ? "nearest " : "bilinear ") << in.str() << " -> " << out.str());
+      DeviceComparison c;
+      const auto x = c.uniform(in, -1, 1);
+      // resize2d's gradient is resize2d_grad; resize2d_grad's own forward runs on a second input.
+      const auto dy = c.uniform({in[0], out[0], out[1], in[3]}, -1, 1);
+      c.check({tandem::ops::resize2d(c.g, x, out[0], out[1], method), tandem::ops::resize2d_grad(c.g, dy, in[1], in[2], method)}, {x, dy});
+    }
+}
+
+TEST_CASE("cuda: integer_lookup (IntegerLookup, forwards with OOV buckets and a mask, and inverted) on gpu:0 equals the CPU's") {
+  if (skip_without_gpu()) return;
+  std::vector<int64_t> ids(64 * 5);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7919) % 53) - 3;  // in and out of the vocabulary, some negative
+  const Tensor x = Tensor::from({64, 5}, std::span<const int64_t>(ids));
+  std::vector<int64_t> vocab;
+  for (int64_t v = 0; v < 40; v += 3) vocab.push_back(v * 11 % 47);
+  auto predict_on = [&](const std::string& device, const tl::IntegerLookupOptions& o) {
+    const tandem::Symbol in = tandem::Input({5}, DType::I64);
+    tandem::Model model(in, tl::IntegerLookup(o)(in));
+    model.compile({.optimizer = "sgd", .loss = "mse", .strategy = dist::Default(device)});
+    return model.predict(x);
+  };
+  for (const tl::IntegerLookupOptions& o : {tl::IntegerLookupOptions{.num_oov_indices = 3, .mask_token = 5, .vocabulary = vocab},
+                                            tl::IntegerLookupOptions{.vocabulary = vocab, .invert = true}}) {
+    const Tensor cpu = predict_on("cpu:0", o), gpu = predict_on("gpu:0", o);
+    CHECK(std::equal(cpu.values<int64_t>().begin(), cpu.values<int64_t>().end(), gpu.values<int64_t>().begin()));
   }
 }

@@ -88,6 +88,7 @@ const std::map<std::string, std::string> kWithoutFloatKernels = {
     {"variable", "the runtime binds the variable's own storage; no kernel runs"},
     {"increment", "steps the int64 iteration counter: an int64 kernel only"},
     {"one_hot", "reads integer class ids: int32 and int64 kernels, each writing float32 or float64"},
+    {"integer_lookup", "maps integer ids to int64 indices: int32 and int64 kernels"},
 };
 
 TEST_CASE("registry: every op has CPU kernels for float32 and float64, except those listed with a reason") {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -108,5 +109,63 @@ Dataset next_char_windows(std::span<const int32_t> ids, int64_t seq_len, int64_t
 // Splits a sequence by position: the first (1 − validation_fraction) of it for training and the
 // rest for validation. ValueError unless 0 <= validation_fraction < 1.
 std::pair<std::vector<int32_t>, std::vector<int32_t>> split(std::span<const int32_t> ids, double validation_fraction);
+
+}  // namespace tandem::text
+
+// ---- StringLookup: strings to vocabulary indices on the host ----
+
+namespace tandem::text {
+
+// The arguments of keras.layers.StringLookup that apply to its "int" output.
+struct StringLookupOptions {
+  int64_t max_tokens = 0;       // the largest vocabulary, special indices included; 0: no limit
+  int64_t num_oov_indices = 1;  // 0 or 1 (Keras hashes strings into several OOV indices with FarmHash)
+  std::optional<std::string> mask_token{};  // maps to index 0 when given
+  std::string oov_token = "[UNK]";
+  std::vector<std::string> vocabulary{};    // in index order, optionally led by the special tokens
+  bool invert = false;                      // recorded in the config; decode() is the inverse lookup
+  std::string name = "string_lookup";
+};
+
+// Strings to the indices Keras 3's StringLookup gives them (output_mode "int"): index 0 the mask
+// token when there is one, then the OOV index, then the vocabulary. Tandem's graph has no string
+// tensors, so this runs on the host, before the ids reach a Dataset (as TextVectorization does);
+// in the model, ids go on to Embedding, CategoryEncoding or IntegerLookup.
+class StringLookup {
+ public:
+  explicit StringLookup(const StringLookupOptions& options = {});  // ValueError for a bad option
+  // From Keras's StringLookup config (get_config(), or a layer's "config" in a .keras archive's
+  // config.json) with its vocabulary in the config. An adapted Keras layer keeps its vocabulary in
+  // the archive's assets (assets/.../vocabulary.txt) instead: read that with load_vocabulary.
+  static StringLookup from_config(const std::string& keras_config_json);
+  // Keras's StringLookup config, the vocabulary included (keras.layers.StringLookup.from_config
+  // rebuilds the same lookup from it).
+  std::string config_json() const;
+
+  // Learns the vocabulary: by descending count, ties by descending byte order (Keras's order), the
+  // mask and OOV tokens left out, cut to fit max_tokens. ValueError if a vocabulary was given.
+  void adapt(std::span<const std::string> tokens);
+  // The vocabulary as Keras's vocabulary.txt asset holds it: one token per line, special tokens
+  // first. load_vocabulary replaces the vocabulary with such a file's.
+  void save_vocabulary(const std::string& path) const;
+  void load_vocabulary(const std::string& path);
+
+  std::vector<std::string> get_vocabulary(bool include_special_tokens = true) const;
+  int64_t vocabulary_size() const;
+  int64_t lookup(std::string_view token) const;
+  // The tokens' indices as an int64 tensor of `shape` (default: (tokens.size(),)).
+  Tensor operator()(std::span<const std::string> tokens, Shape shape = {}) const;
+  // Indices back to tokens (Keras's invert=True): the mask token for 0 when there is one, oov_token
+  // for an index outside the vocabulary.
+  std::vector<std::string> decode(const Tensor& ids) const;
+
+ private:
+  void set_vocabulary(std::vector<std::string> vocabulary);
+  int64_t token_start() const { return (options_.mask_token ? 1 : 0) + options_.num_oov_indices; }
+  StringLookupOptions options_;
+  std::vector<std::string> tokens_;                 // without special tokens: index token_start() + i
+  std::unordered_map<std::string, int64_t> index_;  // token -> index
+  bool adapted_ = false;
+};
 
 }  // namespace tandem::text

@@ -505,5 +505,57 @@ def model(name):  # noqa: F811 (the models above, and the vision ones)
 def data(name, m, rng, n):  # noqa: F811
     return _data_before_vision(name, m, rng, n)
 
+
+# ---- Preprocessing layers saved inside models (predictions only) ----
+#   prep_image   int32 pixels (6, 8, 3) -> Rescaling(1/255) -> Normalization(mean, variance given per
+#                channel) -> Resizing(4, 4, crop_to_aspect_ratio) -> UpSampling2D(bilinear) ->
+#                Conv2D -> Flatten -> Dense (functional)
+#   prep_norm    (5,) -> Normalization adapted on fixed data (weights mean, variance, count) ->
+#                Dense(relu) -> Dense (Sequential)
+#   prep_encode  int32 ids (4,) in [0, 10) -> CategoryEncoding(10, multi_hot) and
+#                CategoryEncoding(10, count) -> Concatenate -> Dense (functional)
+PREPROCESSING_MODELS = ["prep_image", "prep_norm", "prep_encode"]
+PREDICT_ONLY += PREPROCESSING_MODELS
+SEED_ORDER += PREPROCESSING_MODELS
+_model_before_preprocessing, _data_before_preprocessing = model, data
+
+
+def preprocessing_model(name):
+    if name == "prep_image":
+        x = keras.Input((6, 8, 3), dtype="int32")
+        h = layers.Rescaling(1 / 255.0)(x)
+        h = layers.Normalization(mean=[0.5, 0.4, 0.6], variance=[0.1, 0.2, 0.05])(h)
+        h = layers.Resizing(4, 4, crop_to_aspect_ratio=True)(h)
+        h = layers.UpSampling2D(interpolation="bilinear")(h)
+        h = layers.Conv2D(2, 3)(h)
+        m = keras.Model(x, layers.Dense(3)(layers.Flatten()(h)), name="prep_image")
+    elif name == "prep_norm":
+        norm = layers.Normalization()
+        norm.adapt((np.random.default_rng(5).standard_normal((50, 5)) * [1, 2, 3, 4, 5] + [0, 1, -1, 5, 2]).astype("float32"))
+        m = keras.Sequential([keras.Input((5,)), norm, layers.Dense(6, activation="relu"), layers.Dense(3)], name="prep_norm")
+    else:
+        x = keras.Input((4,), dtype="int32")
+        multi = layers.CategoryEncoding(10)(x)
+        count = layers.CategoryEncoding(10, output_mode="count")(x)
+        m = keras.Model(x, layers.Dense(3)(layers.Concatenate()([multi, count])), name="prep_encode")
+    m.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def preprocessing_data(name, m, rng, n):
+    y = rng.integers(0, 3, size=(n,)).astype("int32")
+    if name == "prep_image":
+        return rng.integers(0, 256, size=(n, 6, 8, 3)).astype("int32"), y
+    if name == "prep_encode":
+        return rng.integers(0, 10, size=(n, 4)).astype("int32"), y
+    return (rng.standard_normal((n, 5)) * 3 + 1).astype("float32"), y
+
+
+def model(name):  # noqa: F811
+    return preprocessing_model(name) if name in PREPROCESSING_MODELS else _model_before_preprocessing(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return preprocessing_data(name, m, rng, n) if name in PREPROCESSING_MODELS else _data_before_preprocessing(name, m, rng, n)
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -45,4 +45,9 @@ void options_check() {
   [[maybe_unused]] tl::ConcatenateOptions concatenate{.axis = 1};
   [[maybe_unused]] tl::MultiHeadAttentionOptions attention{.value_dim = 8};
   [[maybe_unused]] tl::PositionEmbeddingOptions position{.initializer = "zeros"};
+  [[maybe_unused]] tl::NormalizationOptions normalization{.invert = true};
+  [[maybe_unused]] tl::ResizingOptions resizing{.interpolation = "nearest"};
+  [[maybe_unused]] tl::UpSampling2DOptions up_sampling{.interpolation = "bilinear"};
+  [[maybe_unused]] tl::CategoryEncodingOptions category_encoding{.output_mode = "count"};
+  [[maybe_unused]] tl::IntegerLookupOptions integer_lookup{.num_oov_indices = 2};
 }
