@@ -1,0 +1,165 @@
+// TensorBoard (keras/src/callbacks/tensorboard.py): scalars and weight histograms in event files
+// (io/event_file.h), under Keras's folders, tags and steps.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "callbacks/learning_rate.h"
+#include "io/event_file.h"
+#include "tandem/callbacks.h"
+#include "tandem/distribute.h"
+#include "tandem/errors.h"
+#include "tandem/model.h"
+
+namespace tandem {
+namespace callbacks {
+
+UpdateFreq::UpdateFreq(const char* name) : UpdateFreq(std::string(name ? name : "")) {}
+
+UpdateFreq::UpdateFreq(const std::string& name) {
+  if (name == "batch") batches = 1;
+  else if (name != "epoch") throw ValueError("TensorBoard: update_freq must be \"epoch\", \"batch\" or a number of batches >= 1, got \"" + name + "\"");
+}
+
+UpdateFreq::UpdateFreq(int n) : UpdateFreq(static_cast<int64_t>(n)) {}
+
+UpdateFreq::UpdateFreq(int64_t n) : batches(n) {
+  if (n < 1) throw ValueError("TensorBoard: update_freq must be \"epoch\", \"batch\" or a number of batches >= 1, got " + std::to_string(n));
+}
+
+}  // namespace callbacks
+
+namespace {
+
+using callbacks::TensorBoardOptions;
+using io::EventFileWriter;
+
+double now_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+class TensorBoardCallback final : public Callback {
+ public:
+  TensorBoardCallback(std::string log_dir, TensorBoardOptions o) : o_(std::move(o)) {
+    const std::filesystem::path dir(log_dir);
+    train_dir_ = (dir / "train").string(), val_dir_ = (dir / "validation").string();
+    if (o_.histogram_freq < 0) throw ValueError("TensorBoard: histogram_freq must be >= 0, got " + std::to_string(o_.histogram_freq));
+    if (o_.write_images) throw ValueError("TensorBoard: write_images=true is not supported; pass false");
+    if (o_.profile_batch != 0)
+      throw ValueError("TensorBoard: profiling is not supported (profile_batch must be 0, got " + std::to_string(o_.profile_batch) +
+                       "); FitOptions::trace_path writes a trace of one step");
+    if (o_.embeddings_freq != 0)
+      throw ValueError("TensorBoard: embeddings are not supported (embeddings_freq must be 0, got " + std::to_string(o_.embeddings_freq) + ")");
+  }
+
+  void on_train_begin(const Logs&) override {
+    writer_ = distribute::this_worker().chief();  // of several workers, only the chief writes
+    train_.reset(), val_.reset();                // each fit writes new files, as Keras's set_model resets its writers
+    global_train_batch_ = 0;
+    in_fit_ = true;
+  }
+
+  void on_train_end(const Logs&) override {
+    in_fit_ = false;
+    close_writers();
+  }
+
+  void on_epoch_begin(int, const Logs&) override {
+    if (o_.write_steps_per_second) epoch_start_ = now_seconds(), epoch_start_iterations_ = iterations();
+  }
+
+  void on_train_batch_begin(int64_t, const Logs&) override {
+    if (o_.write_steps_per_second) batch_start_ = now_seconds();
+  }
+
+  void on_train_batch_end(int64_t, const Logs& logs) override {
+    ++global_train_batch_;
+    if (!writer_ || o_.update_freq.per_epoch() || global_train_batch_ % o_.update_freq.batches != 0) return;
+    EventFileWriter& w = writer(train_, train_dir_);
+    if (o_.write_steps_per_second) w.scalar("batch_steps_per_second", 1.0 / (now_seconds() - batch_start_), global_train_batch_);
+    for (const auto& [name, value] : logs) w.scalar("batch_" + name, value, global_train_batch_);
+  }
+
+  void on_epoch_end(int epoch, const Logs& logs) override {
+    if (!writer_ || logs.empty()) return;
+    Logs train_logs, val_logs;
+    for (const auto& [name, value] : logs) (name.starts_with("val_") ? val_logs[name.substr(4)] : train_logs[name]) = value;
+    // fit's validation runs without the user's callbacks, so the scalars Keras writes in
+    // on_test_end during fit are written here, from the same values.
+    if (!val_logs.empty()) write_evaluation(val_logs);
+    if (model_ && model_->optimizer()) train_logs["learning_rate"] = callbacks::detail::current_learning_rate(*model_->optimizer());
+    if (o_.write_steps_per_second)
+      train_logs["steps_per_second"] = static_cast<double>(iterations() - epoch_start_iterations_) / (now_seconds() - epoch_start_);
+    EventFileWriter& train = writer(train_, train_dir_);
+    for (const auto& [name, value] : train_logs) train.scalar("epoch_" + name, value, epoch);
+    if (!val_logs.empty()) {
+      EventFileWriter& val = writer(val_, val_dir_);
+      for (const auto& [name, value] : val_logs) val.scalar("epoch_" + name, value, epoch);
+      val.sync();
+    }
+    if (o_.histogram_freq > 0 && epoch % o_.histogram_freq == 0) write_histograms(train, epoch);
+    train.sync();  // an epoch's summaries are on disk when the epoch ends
+  }
+
+  void on_test_begin(const Logs&) override {
+    if (!in_fit_) writer_ = distribute::this_worker().chief();
+  }
+
+  void on_test_end(const Logs& logs) override {
+    if (!writer_) return;
+    write_evaluation(logs);
+    if (!in_fit_) close_writers();  // a standalone evaluate: its file is complete
+  }
+
+ private:
+  EventFileWriter& writer(std::unique_ptr<EventFileWriter>& w, const std::string& folder) {
+    if (!w) w = std::make_unique<EventFileWriter>(folder, "TensorBoard");  // made when first written, as Keras's
+    return *w;
+  }
+
+  void close_writers() {
+    std::unique_ptr<EventFileWriter> train = std::move(train_), val = std::move(val_);
+    if (train) train->close();
+    if (val) val->close();
+  }
+
+  int64_t iterations() const { return model_ && model_->optimizer() ? model_->optimizer()->iterations() : 0; }
+
+  // Keras's on_test_end: each evaluation value against the optimizer's step count, in validation/.
+  void write_evaluation(const Logs& logs) {
+    if (!model_ || !model_->optimizer() || logs.empty()) return;
+    EventFileWriter& val = writer(val_, val_dir_);
+    for (const auto& [name, value] : logs) val.scalar("evaluation_" + name + "_vs_iterations", value, iterations());
+    val.sync();
+  }
+
+  // Keras's _log_weights: every layer's weights (trainable or not), tagged by the weight's path.
+  void write_histograms(EventFileWriter& w, int epoch) {
+    if (!model_) return;
+    const std::string prefix = dynamic_cast<const Sequential*>(model_) ? model_->name() + "/" : std::string();
+    for (const VariablePtr& weight : model_->weights()) {
+      std::string tag = prefix + weight->path();
+      std::replace(tag.begin(), tag.end(), ':', '_');
+      const Tensor values = weight->value().cast(DType::F64);
+      w.histogram(tag + "/histogram", io::make_histogram(values.values<double>()), epoch);
+    }
+  }
+
+  TensorBoardOptions o_;
+  std::string train_dir_, val_dir_;
+  std::unique_ptr<EventFileWriter> train_, val_;
+  bool writer_ = true;   // this process writes (the chief, or a worker alone)
+  bool in_fit_ = false;
+  int64_t global_train_batch_ = 0;
+  double epoch_start_ = 0, batch_start_ = 0;
+  int64_t epoch_start_iterations_ = 0;
+};
+
+}  // namespace
+
+namespace callbacks {
+CallbackPtr TensorBoard(const std::string& log_dir, const TensorBoardOptions& options) {
+  return std::make_shared<TensorBoardCallback>(log_dir, options);
+}
+}  // namespace callbacks
+
+}  // namespace tandem

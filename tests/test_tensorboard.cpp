@@ -1,0 +1,377 @@
+// TensorBoard: the event files are decoded here independently of the writer (TFRecord framing with
+// a bit-by-bit CRC32C checked against RFC 3720's test vectors, and the protocol buffer wire format
+// read field by field), and their tags, steps and values checked against what fit reported
+// (History and the logs each batch end received) and the weights at each epoch's end.
+// tests/tensorboard_check.py reads the same kind of run with TensorBoard's own reader.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <tandem/tandem.h>
+
+#include "io/event_file.h"
+#include "scratch_dir.h"
+#include "strategy_helpers.h"
+
+namespace fs = std::filesystem;
+namespace tl = tandem::layers;
+namespace cb = tandem::callbacks;
+using tandem::Logs;
+
+namespace {
+
+// CRC-32C one bit at a time, straight from the polynomial (the writer uses a table).
+uint32_t crc32c_bitwise(const std::string& bytes) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char c : bytes) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+uint32_t masked(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+
+uint64_t le(const std::string& s, std::size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+
+// The records of a TFRecord file; `partial_tail` is set when it ends inside a record.
+struct Records {
+  std::vector<std::string> data;
+  bool partial_tail = false;
+};
+
+Records read_records(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Records r;
+  std::size_t at = 0;
+  while (at < file.size()) {
+    if (file.size() - at < 12) return r.partial_tail = true, r;
+    const uint64_t length = le(file, at, 8);
+    REQUIRE(static_cast<uint32_t>(le(file, at + 8, 4)) == masked(crc32c_bitwise(file.substr(at, 8))));
+    if (file.size() - at < 16 + length) return r.partial_tail = true, r;
+    const std::string data = file.substr(at + 12, length);
+    REQUIRE(static_cast<uint32_t>(le(file, at + 12 + length, 4)) == masked(crc32c_bitwise(data)));
+    r.data.push_back(data);
+    at += 16 + length;
+  }
+  return r;
+}
+
+// A protocol buffer message as its fields: number -> each occurrence's varint, fixed or bytes.
+struct Field {
+  int wire_type = 0;
+  uint64_t number = 0;  // varint, fixed32 or fixed64 bits
+  std::string bytes;    // length-delimited
+};
+std::multimap<int, Field> fields_of(const std::string& m) {
+  std::multimap<int, Field> out;
+  std::size_t at = 0;
+  auto varint = [&] {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      REQUIRE(at < m.size());
+      const auto b = static_cast<unsigned char>(m[at++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  while (at < m.size()) {
+    const uint64_t key = varint();
+    Field f{static_cast<int>(key & 7)};
+    if (f.wire_type == 0) f.number = varint();
+    else if (f.wire_type == 1) f.number = le(m, at, 8), at += 8;
+    else if (f.wire_type == 5) f.number = le(m, at, 4), at += 4;
+    else if (f.wire_type == 2) {
+      const uint64_t n = varint();
+      f.bytes = m.substr(at, n), at += n;
+    } else FAIL("unexpected wire type " << f.wire_type);
+    REQUIRE(at <= m.size());
+    out.emplace(static_cast<int>(key >> 3), f);
+  }
+  return out;
+}
+
+double as_double(uint64_t bits) { double d; std::memcpy(&d, &bits, 8); return d; }
+float as_float(uint64_t bits) { const auto b = static_cast<uint32_t>(bits); float f; std::memcpy(&f, &b, 4); return f; }
+std::vector<double> packed_doubles(const std::string& bytes) {
+  std::vector<double> v;
+  for (std::size_t i = 0; i + 8 <= bytes.size(); i += 8) v.push_back(as_double(le(bytes, i, 8)));
+  return v;
+}
+
+struct Event {
+  double wall_time = 0;
+  int64_t step = 0;
+  std::string file_version, tag;
+  std::optional<float> scalar;
+  std::optional<tandem::io::Histogram> histogram;
+};
+
+Event decode(const std::string& record) {
+  Event e;
+  for (const auto& [n, f] : fields_of(record)) {
+    if (n == 1) e.wall_time = as_double(f.number);
+    else if (n == 2) e.step = static_cast<int64_t>(f.number);
+    else if (n == 3) e.file_version = f.bytes;
+    else if (n == 5) {  // Summary: one value each here
+      const auto values = fields_of(f.bytes);
+      REQUIRE(values.count(1) == 1);
+      for (const auto& [vn, vf] : fields_of(values.find(1)->second.bytes)) {
+        if (vn == 1) e.tag = vf.bytes;
+        else if (vn == 2) e.scalar = as_float(vf.number);
+        else if (vn == 5) {
+          tandem::io::Histogram h;
+          for (const auto& [hn, hf] : fields_of(vf.bytes)) {
+            if (hn == 1) h.min = as_double(hf.number);
+            if (hn == 2) h.max = as_double(hf.number);
+            if (hn == 3) h.num = as_double(hf.number);
+            if (hn == 4) h.sum = as_double(hf.number);
+            if (hn == 5) h.sum_squares = as_double(hf.number);
+            if (hn == 6) h.bucket_limit = packed_doubles(hf.bytes);
+            if (hn == 7) h.bucket = packed_doubles(hf.bytes);
+          }
+          e.histogram = h;
+        } else FAIL("unexpected Summary.Value field " << vn);
+      }
+    }
+  }
+  return e;
+}
+
+// The one event file in `folder`: its name as Keras's, its first event the file version; the rest.
+std::vector<Event> events_in(const fs::path& folder) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(folder)) files.push_back(entry.path());
+  REQUIRE(files.size() == 1);
+  CHECK(std::regex_match(files[0].filename().string(), std::regex(R"(events\.out\.tfevents\.\d{10}\..+\.\d+\.\d+\.v2)")));
+  const Records records = read_records(files[0]);
+  CHECK_FALSE(records.partial_tail);
+  REQUIRE(!records.data.empty());
+  const Event first = decode(records.data[0]);
+  CHECK(first.file_version == "brain.Event:2");
+  std::vector<Event> events;
+  const double now = static_cast<double>(std::time(nullptr));
+  for (std::size_t i = 1; i < records.data.size(); ++i) {
+    events.push_back(decode(records.data[i]));
+    CHECK(std::abs(events.back().wall_time - now) < 600);
+  }
+  return events;
+}
+
+// tag -> step -> the scalar written.
+std::map<std::string, std::map<int64_t, float>> scalars(const std::vector<Event>& events) {
+  std::map<std::string, std::map<int64_t, float>> out;
+  for (const Event& e : events)
+    if (e.scalar) {
+      CHECK(out[e.tag].count(e.step) == 0);
+      out[e.tag][e.step] = *e.scalar;
+    }
+  return out;
+}
+
+// Records the running logs each training batch end receives, and each weight at each epoch end.
+class Recorder : public tandem::Callback {
+ public:
+  std::vector<Logs> batches;
+  std::vector<std::map<std::string, std::vector<double>>> weights;  // per epoch: path -> values
+  void on_train_batch_end(int64_t, const Logs& logs) override { batches.push_back(logs); }
+  void on_epoch_end(int, const Logs&) override {
+    auto& w = weights.emplace_back();
+    for (const auto& v : model_->weights()) {
+      const tandem::Tensor t = v->value().cast(tandem::DType::F64);
+      w[v->path()].assign(t.values<double>().begin(), t.values<double>().end());
+    }
+  }
+};
+
+std::unique_ptr<tandem::Sequential> model_for_logs() {
+  tandem::set_random_seed(5);
+  auto model = std::make_unique<tandem::Sequential>(
+      std::vector<tandem::LayerRef>{tl::InputLayer({6}), tl::Dense(4, "relu", {.name = "hidden"}), tl::Dense(3, "linear", {.name = "out"})}, "seq");
+  model->compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .metrics = {"accuracy"}});
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("CRC32C matches RFC 3720's test vectors and the masked form TFRecord uses") {
+  const std::string digits = "123456789", zeros(32, '\0'), ones(32, '\xff');
+  std::string ascending;
+  for (int i = 0; i < 32; ++i) ascending += static_cast<char>(i);
+  for (const auto& [bytes, crc] : std::vector<std::pair<std::string, uint32_t>>{
+           {digits, 0xE3069283u}, {zeros, 0x8A9136AAu}, {ones, 0x62A8AB43u}, {ascending, 0x46DD794Eu}, {"", 0u}}) {
+    CHECK(crc32c_bitwise(bytes) == crc);
+    CHECK(tandem::io::crc32c(bytes.data(), bytes.size()) == crc);
+    CHECK(tandem::io::masked_crc32c(bytes.data(), bytes.size()) == masked(crc));
+  }
+  // Continuing a CRC over a second piece gives the CRC of the whole.
+  CHECK(tandem::io::crc32c(digits.data() + 4, 5, tandem::io::crc32c(digits.data(), 4)) == 0xE3069283u);
+}
+
+TEST_CASE("make_histogram buckets as TensorBoard's histogram summary does") {
+  // Range 4 in 4 buckets of width 1: floor((v - 0) / 1), the maximum into the last bucket.
+  const std::vector<double> v{0, 1, 2, 3, 4, 0.5, 3.99};
+  const tandem::io::Histogram h = tandem::io::make_histogram(v, 4);
+  CHECK(h.min == 0);
+  CHECK(h.max == 4);
+  CHECK(h.num == 7);
+  CHECK(h.sum == doctest::Approx(14.49));
+  CHECK(h.sum_squares == doctest::Approx(0 + 1 + 4 + 9 + 16 + 0.25 + 3.99 * 3.99));
+  CHECK(h.bucket == std::vector<double>{2, 1, 1, 3});
+  CHECK(h.bucket_limit == std::vector<double>{1, 2, 3, 4});
+  // One value repeated: every limit is that value, the last bucket holds them all.
+  const tandem::io::Histogram same = tandem::io::make_histogram(std::vector<double>{2.5, 2.5, 2.5}, 3);
+  CHECK(same.bucket_limit == std::vector<double>{2.5, 2.5, 2.5});
+  CHECK(same.bucket == std::vector<double>{0, 0, 3});
+  CHECK(same.min == 2.5);
+  CHECK(same.max == 2.5);
+  // No values: zeros.
+  const tandem::io::Histogram none = tandem::io::make_histogram(std::vector<double>{}, 30);
+  CHECK(none.bucket == std::vector<double>(30, 0.0));
+  CHECK(none.num == 0);
+  // The default is 30 buckets.
+  CHECK(tandem::io::make_histogram(v).bucket.size() == 30);
+}
+
+TEST_CASE("TensorBoard writes epoch, batch and validation scalars, the learning rate and weight histograms") {
+  const ScratchRoot scratch_root("tandem_tensorboard");
+  const fs::path logs = scratch_root.fresh("logs");
+  auto model = model_for_logs();
+  auto recorder = std::make_shared<Recorder>();
+  // 40 training rows in batches of 8: 5 batches an epoch, 15 in all; a batch-level write every 2.
+  const tandem::Dataset data = blobs(50, 6, 3);
+  const tandem::History history = model->fit(
+      data, {.epochs = 3, .batch_size = 8, .validation_split = 0.2, .verbose = 0,
+             .callbacks = {cb::LearningRateScheduler([](int epoch, double) { return 0.1 / (epoch + 1); }),
+                           cb::TensorBoard(logs.string(), {.histogram_freq = 2, .update_freq = 2}), recorder}});
+  REQUIRE(recorder->batches.size() == 15);
+
+  const std::vector<Event> train = events_in(logs / "train");
+  const auto train_scalars = scalars(train);
+  for (const std::string key : {"loss", "accuracy", "learning_rate"}) {
+    INFO(key);
+    REQUIRE(train_scalars.count("epoch_" + key));
+    const auto& written = train_scalars.at("epoch_" + key);
+    REQUIRE(written.size() == 3);
+    for (int epoch = 0; epoch < 3; ++epoch) CHECK(written.at(epoch) == static_cast<float>(history.history.at(key)[static_cast<std::size_t>(epoch)]));
+  }
+  CHECK(train_scalars.at("epoch_learning_rate").at(2) == static_cast<float>(0.1 / 3));
+  // Batch scalars: the running logs of batches 2, 4, ..., 14 (counted from 1 across epochs).
+  for (const std::string key : {"loss", "accuracy"}) {
+    const auto& written = train_scalars.at("batch_" + key);
+    CHECK(written.size() == 7);
+    for (const auto& [step, value] : written) {
+      CHECK(step % 2 == 0);
+      CHECK(value == static_cast<float>(recorder->batches[static_cast<std::size_t>(step - 1)].at(key)));
+    }
+  }
+  CHECK(train_scalars.size() == 5);  // nothing else: no validation values in train/
+
+  // Histograms at epochs 0 and 2, one per weight, tagged as Keras tags a Sequential's weights.
+  std::map<std::string, std::vector<int64_t>> histogram_steps;
+  for (const Event& e : train) {
+    if (!e.histogram) continue;
+    histogram_steps[e.tag].push_back(e.step);
+    const std::string path = e.tag.substr(4, e.tag.size() - 4 - std::string("/histogram").size());  // "seq/" ... "/histogram"
+    INFO(e.tag << " at epoch " << e.step);
+    REQUIRE(e.tag.starts_with("seq/"));
+    const std::vector<double>& values = recorder->weights.at(static_cast<std::size_t>(e.step)).at(path);
+    const tandem::io::Histogram& h = *e.histogram;
+    CHECK(h.min == *std::min_element(values.begin(), values.end()));
+    CHECK(h.max == *std::max_element(values.begin(), values.end()));
+    CHECK(h.num == static_cast<double>(values.size()));
+    double sum = 0, squares = 0;
+    for (double v : values) sum += v, squares += v * v;
+    CHECK(h.sum == doctest::Approx(sum).epsilon(1e-12));
+    CHECK(h.sum_squares == doctest::Approx(squares).epsilon(1e-12));
+    // 30 buckets of equal width over [min, max]: each value in [left, right), the maximum in the last.
+    REQUIRE(h.bucket.size() == 30);
+    REQUIRE(h.bucket_limit.size() == 30);
+    CHECK(h.bucket_limit.back() == h.max);
+    for (std::size_t i = 0; i < 30; ++i) {
+      CHECK(h.bucket_limit[i] == doctest::Approx(h.min + (h.max - h.min) * static_cast<double>(i + 1) / 30).epsilon(1e-12));
+      const double left = i == 0 ? h.min : h.bucket_limit[i - 1], right = h.bucket_limit[i];
+      const auto inside = std::count_if(values.begin(), values.end(), [&](double v) { return v >= left && (v < right || (i == 29 && v == right)); });
+      CHECK(h.bucket[i] == static_cast<double>(inside));
+    }
+  }
+  const std::vector<int64_t> epochs{0, 2};
+  CHECK(histogram_steps == std::map<std::string, std::vector<int64_t>>{{"seq/hidden/kernel/histogram", epochs},
+                                                                        {"seq/hidden/bias/histogram", epochs},
+                                                                        {"seq/out/kernel/histogram", epochs},
+                                                                        {"seq/out/bias/histogram", epochs}});
+
+  // validation/: the val_ logs without their prefix, by epoch, and against the optimizer's steps.
+  const auto val_scalars = scalars(events_in(logs / "validation"));
+  CHECK(val_scalars.size() == 4);
+  for (const std::string key : {"loss", "accuracy"}) {
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      const auto value = static_cast<float>(history.history.at("val_" + key)[static_cast<std::size_t>(epoch)]);
+      CHECK(val_scalars.at("epoch_" + key).at(epoch) == value);
+      CHECK(val_scalars.at("evaluation_" + key + "_vs_iterations").at(5 * (epoch + 1)) == value);
+    }
+  }
+}
+
+TEST_CASE("TensorBoard with update_freq \"epoch\" writes no batch scalars; a second fit and evaluate write new files") {
+  const ScratchRoot scratch_root("tandem_tensorboard_epoch");
+  const fs::path logs = scratch_root.fresh("logs");
+  auto model = model_for_logs();
+  const tandem::Dataset data = blobs(40, 6, 3);
+  auto tensorboard = cb::TensorBoard(logs.string());
+  const tandem::History history = model->fit(data, {.epochs = 2, .batch_size = 8, .verbose = 0, .callbacks = {tensorboard}});
+  const auto written = scalars(events_in(logs / "train"));
+  CHECK(written.size() == 3);  // epoch_loss, epoch_accuracy, epoch_learning_rate
+  CHECK(written.at("epoch_loss").at(1) == static_cast<float>(history.history.at("loss")[1]));
+  CHECK(written.at("epoch_learning_rate").at(0) == 0.1f);  // SGD(0.1), no schedule
+  CHECK_FALSE(fs::exists(logs / "validation"));           // no validation data, no folder (as Keras)
+
+  // evaluate() with the callback: evaluation_<name>_vs_iterations at the optimizer's step count (10).
+  const Logs evaluated = model->evaluate(data, {.batch_size = 8, .verbose = 0, .callbacks = {tensorboard}});
+  const auto val = scalars(events_in(logs / "validation"));
+  CHECK(val.at("evaluation_loss_vs_iterations").at(10) == static_cast<float>(evaluated.at("loss")));
+  CHECK(val.at("evaluation_accuracy_vs_iterations").at(10) == static_cast<float>(evaluated.at("accuracy")));
+
+  model->fit(data, {.epochs = 1, .batch_size = 8, .verbose = 0, .callbacks = {tensorboard}});
+  CHECK(std::distance(fs::directory_iterator(logs / "train"), fs::directory_iterator{}) == 2);
+}
+
+TEST_CASE("An event file cut inside a record keeps every whole record before it") {
+  const ScratchRoot scratch_root("tandem_tensorboard_cut");
+  const fs::path dir = scratch_root.fresh("run");
+  std::string path;
+  {
+    tandem::io::EventFileWriter w(dir.string(), "test");
+    for (int step = 0; step < 5; ++step) w.scalar("x", step * 0.5, step);
+    path = w.path();
+  }
+  const Records whole = read_records(path);
+  CHECK(whole.data.size() == 6);
+  fs::resize_file(path, fs::file_size(path) - 7);  // a process that died while writing the last record
+  const Records cut = read_records(path);
+  CHECK(cut.partial_tail);
+  REQUIRE(cut.data.size() == 5);
+  CHECK(*decode(cut.data[4]).scalar == 1.5f);
+}
+
+TEST_CASE("TensorBoard refuses bad arguments by name") {
+  CHECK_THROWS_WITH_AS(cb::TensorBoard("logs", {.update_freq = "often"}),
+                       "TensorBoard: update_freq must be \"epoch\", \"batch\" or a number of batches >= 1, got \"often\"", tandem::ValueError);
+  CHECK_THROWS_WITH_AS(cb::TensorBoard("logs", {.update_freq = 0}),
+                       "TensorBoard: update_freq must be \"epoch\", \"batch\" or a number of batches >= 1, got 0", tandem::ValueError);
+  CHECK_THROWS_WITH_AS(cb::TensorBoard("logs", {.histogram_freq = -1}), "TensorBoard: histogram_freq must be >= 0, got -1", tandem::ValueError);
+  CHECK_THROWS_AS(cb::TensorBoard("logs", {.write_images = true}), tandem::ValueError);
+  CHECK_THROWS_AS(cb::TensorBoard("logs", {.profile_batch = 3}), tandem::ValueError);
+  CHECK(cb::UpdateFreq("batch").batches == 1);
+  CHECK(cb::UpdateFreq("epoch").per_epoch());
+}
