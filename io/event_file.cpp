@@ -157,6 +157,23 @@ void EventFileWriter::histogram(const std::string& tag, const Histogram& h, int6
   write_event(step, value_of(tag, what));
 }
 
+void EventFileWriter::images(const std::string& tag, int64_t width, int64_t height, const std::vector<std::string>& pngs, int64_t step) {
+  Proto plugin, metadata;  // SummaryMetadata
+  plugin.bytes_field(1, "images"), plugin.bytes_field(2, "");  // PluginData: name, content (ImagePluginData version 0)
+  metadata.bytes_field(1, plugin.bytes());
+  metadata.varint_field(4, 3);  // data_class: DATA_CLASS_BLOB_SEQUENCE
+  Proto dim, shape, tensor;     // TensorProto of dtype DT_STRING, shape [2 + images]
+  dim.varint_field(1, 2 + pngs.size());
+  shape.bytes_field(2, dim.bytes());
+  tensor.varint_field(1, 7);
+  tensor.bytes_field(2, shape.bytes());
+  tensor.bytes_field(8, std::to_string(width)), tensor.bytes_field(8, std::to_string(height));
+  for (const std::string& png : pngs) tensor.bytes_field(8, png);
+  Proto what;
+  what.bytes_field(9, metadata.bytes()), what.bytes_field(8, tensor.bytes());  // Summary.Value: metadata, tensor
+  write_event(step, value_of(tag, what));
+}
+
 void EventFileWriter::write_event(int64_t step, const std::string& value) {
   Proto summary, event;
   summary.bytes_field(1, value);  // Summary.value

@@ -4,7 +4,8 @@
 //
 // Scalars are written as `Summary.Value.simple_value` and histograms as `HistogramProto`: the forms
 // that tensorboard's EventAccumulator reads back as Scalars and Histograms, and that TensorBoard's
-// plugins convert to their own (data_compat) for display.
+// plugins convert to their own (data_compat) for display. Images are written as TensorFlow 2 writes
+// them, the form TensorBoard's image plugin reads.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +48,9 @@ class EventFileWriter {
 
   void scalar(const std::string& tag, double value, int64_t step);  // stored as float32, as TensorBoard's scalars
   void histogram(const std::string& tag, const Histogram& histogram, int64_t step);
+  // Images of one size as TensorFlow 2's image summary writes them (tf.summary.image): a string
+  // tensor [width, height, png...] under the "images" plugin.
+  void images(const std::string& tag, int64_t width, int64_t height, const std::vector<std::string>& pngs, int64_t step);
   void sync();
   void close();  // syncs and closes; the destructor does the same, ignoring errors
   const std::string& path() const { return path_; }

@@ -3,7 +3,7 @@
 
 tensorboard_tool trains a small Sequential model (Dense, BatchNormalization, Dense; Adam with a
 LearningRateScheduler halving the rate each epoch; validation_split; TensorBoard with
-update_freq=3 and histogram_freq=2) and records what fit reported (History, the running logs at
+update_freq=3, histogram_freq=2 and write_images) and records what fit reported (History, the running logs at
 each batch end) and every weight at every epoch end in a JSON file. Then TensorBoard's own readers
 load log_dir/train and log_dir/validation:
 
@@ -16,6 +16,9 @@ load log_dir/train and log_dir/validation:
     and counts match TensorBoard's own histogram summary (histogram_pb) of the recorded weights.
   - The plugin EventAccumulator TensorBoard's UI serves from: the same tags under the "scalars"
     and "histograms" plugins, with the same values.
+  - With write_images: each weight drawn as Keras's _log_weight_as_image and tf.summary.image draw
+    it (squeezed; a 2-D weight with its long side across; a 3-D one as slices of its last axis; at
+    most 3 images; v * 255.5 truncated to [0, 255]), read as PNGs by Pillow.
   - A copy of the train file cut inside its last record: the reader loads every whole record.
 
 Usage (after building tensorboard_tool):
@@ -37,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this script
-PACKAGES = ["tensorboard", "numpy"]
+PACKAGES = ["tensorboard", "numpy", "pillow"]
 
 
 def unavailable(reason: str, skip: bool):
@@ -56,7 +59,7 @@ def ensure_environment(build: Path, skip: bool) -> Path:
         result = subprocess.run([sys.executable, "-m", "venv", str(env)], capture_output=True, text=True)
         if result.returncode != 0:
             unavailable(f"python3 -m venv {env} failed (on Debian and Ubuntu: apt-get install python3-venv): {result.stderr.strip()}", skip)
-    probe = [str(python), "-c", "import tensorboard.backend.event_processing.event_accumulator, numpy"]
+    probe = [str(python), "-c", "import tensorboard.backend.event_processing.event_accumulator, numpy, PIL"]
     if subprocess.call(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) != 0:
         print("installing " + " ".join(PACKAGES) + " from PyPI")
         result = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PACKAGES], capture_output=True, text=True)
@@ -156,7 +159,7 @@ def check_histograms(c: Checker, train, run):
         events = train.Histograms(f"{prefix}{path}/histogram")
         c.expect([e.step for e in events] == hist_epochs, f"{path}: histogram steps {[e.step for e in events]}")
         for e in events:
-            values = np.array(run["weights"][e.step][path], dtype=np.float64)
+            values = np.array(run["weights"][e.step][path]["values"], dtype=np.float64)
             h = e.histogram_value
             want = expected_histogram(values)
             what = f"{path} at epoch {e.step}"
@@ -187,6 +190,58 @@ def check_plugin_view(c: Checker, folder, legacy):
             h = old.histogram_value
             c.expect(buckets.shape[1] == 3 and buckets[:, 2].sum() == h.num, f"{tag} at {e.step}: the UI's buckets hold every value")
             c.expect(np.isclose(buckets[0, 0], h.min) and np.isclose(buckets[-1, 1], h.max), f"{tag} at {e.step}: the UI's range")
+
+
+def keras_images(weight):
+    """What Keras's _log_weight_as_image passes to tf.summary.image, as uint8 [k, h, w, c], or None."""
+    import numpy as np
+
+    w = np.squeeze(weight.astype(np.float32))
+    shape = w.shape
+    if len(shape) == 1:
+        w = w.reshape([1, shape[0], 1, 1])
+    elif len(shape) == 2:
+        if shape[0] > shape[1]:
+            w = w.T
+        w = w.reshape([1, w.shape[0], w.shape[1], 1])
+    elif len(shape) == 3:
+        w = np.transpose(w, [2, 0, 1])
+        w = w.reshape(list(w.shape) + [1])
+    if not (w.ndim == 4 and w.shape[-1] in (1, 3, 4)):
+        return None
+    scaled = np.clip(w * np.float32(255.5), 0, 255)  # tf.image.convert_image_dtype(..., tf.uint8, saturate=True)
+    return scaled.astype(np.uint8)[:3]
+
+
+def check_images(c: Checker, folder, run):
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from tensorboard.util import tensor_util
+
+    acc = load(folder, plugin=True)
+    prefix = run["model_name"] + "/"
+    hist_epochs = [e for e in range(run["epochs"]) if e % run["histogram_freq"] == 0]
+    drawn = {}
+    for path in run["weights"][0]:
+        w = run["weights"][0][path]
+        if keras_images(np.array(w["values"]).reshape(w["shape"])) is not None:
+            drawn[f"{prefix}{path}/image"] = path
+    tags = acc.PluginTagToContent("images") if "images" in acc.ActivePlugins() else {}
+    print(f"  image tags: {sorted(tags)}")
+    c.expect(set(tags) == set(drawn), "an image per drawable weight")
+    for tag, path in drawn.items():
+        events = acc.Tensors(tag) if tag in tags else []
+        c.expect([e.step for e in events] == hist_epochs, f"{tag}: steps {[e.step for e in events]}")
+        for e in events:
+            w = run["weights"][e.step][path]
+            want = keras_images(np.array(w["values"]).reshape(w["shape"]))
+            strings = tensor_util.make_ndarray(e.tensor_proto)
+            c.expect([int(strings[0]), int(strings[1])] == [want.shape[2], want.shape[1]], f"{tag}: width and height")
+            got = np.stack([np.array(Image.open(io.BytesIO(png))) for png in strings[2:]])
+            got = got.reshape(got.shape[:3] + (-1,))
+            c.expect(got.shape == want.shape and np.array_equal(got, want), f"{tag} at {e.step}: pixels equal Keras's")
 
 
 def check_cut_file(c: Checker, train_dir: Path, work: Path):
@@ -222,6 +277,7 @@ def run_checks(build: Path) -> bool:
         check_histograms(c, train, run)
         check_plugin_view(c, logs / "train", train)
         check_plugin_view(c, logs / "validation", val)
+        check_images(c, logs / "train", run)
         check_cut_file(c, logs / "train", work)
     print(f"{c.checks} checks, {c.failures} failed")
     return c.failures == 0

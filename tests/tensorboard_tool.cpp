@@ -24,7 +24,7 @@ class Recorder : public tandem::Callback {
     nlohmann::json& epoch = weights.emplace_back(nlohmann::json::object());
     for (const auto& w : model_->weights()) {
       const tandem::Tensor t = w->value().cast(tandem::DType::F64);
-      epoch[w->path()] = std::vector<double>(t.values<double>().begin(), t.values<double>().end());
+      epoch[w->path()] = {{"shape", w->value().shape().dims()}, {"values", std::vector<double>(t.values<double>().begin(), t.values<double>().end())}};
     }
   }
 };
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   const tandem::History history =
       model.fit(data, {.epochs = kEpochs, .batch_size = 8, .validation_split = 0.2, .verbose = 0,
                        .callbacks = {cb::LearningRateScheduler([](int epoch, double) { return 0.01 * std::pow(0.5, epoch); }),
-                                     cb::TensorBoard(argv[1], {.histogram_freq = kHistogramFreq, .update_freq = kUpdateFreq}), recorder}});
+                                     cb::TensorBoard(argv[1], {.histogram_freq = kHistogramFreq, .write_images = true, .update_freq = kUpdateFreq}), recorder}});
   const nlohmann::json run{{"history", history.history}, {"batches", recorder->batches}, {"weights", recorder->weights},
                            {"model_name", model.name()}, {"update_freq", kUpdateFreq}, {"histogram_freq", kHistogramFreq},
                            {"epochs", kEpochs}, {"iterations", model.optimizer()->iterations()}};

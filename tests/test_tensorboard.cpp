@@ -5,7 +5,9 @@
 // tests/tensorboard_check.py reads the same kind of run with TensorBoard's own reader.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <tandem/tandem.h>
 
 #include "io/event_file.h"
+#include "io/image_file.h"
 #include "scratch_dir.h"
 #include "strategy_helpers.h"
 
@@ -114,6 +117,11 @@ struct Event {
   std::string file_version, tag;
   std::optional<float> scalar;
   std::optional<tandem::io::Histogram> histogram;
+  std::string plugin;                       // SummaryMetadata.plugin_data.plugin_name
+  int64_t data_class = 0;                   // SummaryMetadata.data_class
+  int64_t tensor_dtype = 0;                 // TensorProto.dtype
+  std::vector<int64_t> tensor_shape;        // TensorProto.tensor_shape.dim.size
+  std::vector<std::string> tensor_strings;  // TensorProto.string_val
 };
 
 Event decode(const std::string& record) {
@@ -140,6 +148,18 @@ Event decode(const std::string& record) {
             if (hn == 7) h.bucket = packed_doubles(hf.bytes);
           }
           e.histogram = h;
+        } else if (vn == 9) {
+          for (const auto& [mn, mf] : fields_of(vf.bytes)) {
+            if (mn == 1) e.plugin = fields_of(mf.bytes).find(1)->second.bytes;
+            if (mn == 4) e.data_class = static_cast<int64_t>(mf.number);
+          }
+        } else if (vn == 8) {
+          for (const auto& [tn, tf] : fields_of(vf.bytes)) {
+            if (tn == 1) e.tensor_dtype = static_cast<int64_t>(tf.number);
+            if (tn == 2)
+              for (const auto& [dn, df] : fields_of(tf.bytes)) e.tensor_shape.push_back(static_cast<int64_t>(fields_of(df.bytes).find(1)->second.number));
+            if (tn == 8) e.tensor_strings.push_back(tf.bytes);
+          }
         } else FAIL("unexpected Summary.Value field " << vn);
       }
     }
@@ -370,8 +390,80 @@ TEST_CASE("TensorBoard refuses bad arguments by name") {
   CHECK_THROWS_WITH_AS(cb::TensorBoard("logs", {.update_freq = 0}),
                        "TensorBoard: update_freq must be \"epoch\", \"batch\" or a number of batches >= 1, got 0", tandem::ValueError);
   CHECK_THROWS_WITH_AS(cb::TensorBoard("logs", {.histogram_freq = -1}), "TensorBoard: histogram_freq must be >= 0, got -1", tandem::ValueError);
-  CHECK_THROWS_AS(cb::TensorBoard("logs", {.write_images = true}), tandem::ValueError);
   CHECK_THROWS_AS(cb::TensorBoard("logs", {.profile_batch = 3}), tandem::ValueError);
   CHECK(cb::UpdateFreq("batch").batches == 1);
   CHECK(cb::UpdateFreq("epoch").per_epoch());
+}
+
+TEST_CASE("TensorBoard with write_images draws each weight as Keras does: squeezed, long side across, slices of the last axis") {
+  const ScratchRoot scratch_root("tandem_tensorboard_images");
+  const fs::path logs = scratch_root.fresh("logs");
+  tandem::set_random_seed(9);
+  // Conv1D kernel (3, 2, 4): rank 3, so 4 images 3 x 2 of which the first 3 are written; Dense
+  // kernel (20, 5): 20 > 5, drawn transposed, 5 x 20; Dense kernel (5, 1) squeezes to rank 1: 5 x 1;
+  // biases: n x 1. All as Keras squeezes, transposes and clips (v * 255.5 truncated to [0, 255]).
+  tandem::Sequential model({tl::InputLayer({7, 2}), tl::Conv1D(4, 3), tl::Flatten(), tl::Dense(5, "relu", {.name = "wide"}), tl::Dense(1, "", {.name = "one"})},
+                           "net");
+  model.compile({.optimizer = tandem::optimizers::SGD(0.01), .loss = "mse"});
+  std::vector<float> xs(16 * 14), ys(16);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+  for (std::size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<float>(i % 3);
+  const tandem::Dataset data(tandem::Tensor::from({16, 7, 2}, std::span<const float>(xs)), tandem::Tensor::from({16, 1}, std::span<const float>(ys)));
+  auto recorder = std::make_shared<Recorder>();
+  model.fit(data, {.epochs = 1, .batch_size = 8, .verbose = 0,
+                   .callbacks = {cb::TensorBoard(logs.string(), {.histogram_freq = 1, .write_images = true}), recorder}});
+  const auto& weights = recorder->weights.at(0);
+
+  std::map<std::string, const Event*> images;
+  const std::vector<Event> events = events_in(logs / "train");
+  for (const Event& e : events)
+    if (!e.tensor_strings.empty()) images[e.tag] = &e;
+  std::vector<std::string> expected_tags;
+  for (const auto& [path, values] : weights)
+    if (path != "one/bias") expected_tags.push_back("net/" + path + "/image");
+  std::vector<std::string> tags;
+  for (const auto& [tag, e] : images) tags.push_back(tag);
+  CHECK(tags == expected_tags);  // all but one/bias, of shape (1,): squeezed to a scalar, no image (as Keras)
+
+  auto pixel = [](double v) { return static_cast<int>(std::clamp(static_cast<double>(static_cast<float>(v) * 255.5f), 0.0, 255.0)); };
+  for (const auto& [path, values] : weights) {
+    INFO(path);
+    if (path == "one/bias") continue;
+    const Event& e = *images.at("net/" + path + "/image");
+    CHECK(e.step == 0);
+    CHECK(e.plugin == "images");
+    CHECK(e.data_class == 3);
+    CHECK(e.tensor_dtype == 7);  // DT_STRING
+    // The image (c, i, j) as value index, from the weight's own layout.
+    int64_t count = 1, height = 0, width = 1;
+    std::function<std::size_t(int64_t, int64_t, int64_t)> at;
+    const std::size_t n = values.size();
+    if (path == "conv1d/kernel") {  // (3, 2, 4)
+      count = 3, height = 3, width = 2;
+      at = [](int64_t c, int64_t i, int64_t j) { return static_cast<std::size_t>((i * 2 + j) * 4 + c); };
+    } else if (path == "wide/kernel") {  // (20, 5), transposed
+      height = 5, width = 20;
+      at = [](int64_t, int64_t i, int64_t j) { return static_cast<std::size_t>(j * 5 + i); };
+    } else {  // (5, 1) and the biases: one column
+      height = static_cast<int64_t>(n);
+      at = [](int64_t, int64_t i, int64_t) { return static_cast<std::size_t>(i); };
+    }
+    REQUIRE(e.tensor_shape == std::vector<int64_t>{2 + count});
+    REQUIRE(e.tensor_strings.size() == static_cast<std::size_t>(2 + count));
+    CHECK(e.tensor_strings[0] == std::to_string(width));
+    CHECK(e.tensor_strings[1] == std::to_string(height));
+    for (int64_t c = 0; c < count; ++c) {
+      const fs::path png = scratch_root.fresh("png") / "image.png";
+      std::ofstream(png, std::ios::binary) << e.tensor_strings[static_cast<std::size_t>(2 + c)];
+      const tandem::io::DecodedImage image = tandem::io::decode_image(png.string());
+      REQUIRE(image.height == height);
+      REQUIRE(image.width == width);
+      for (int64_t i = 0; i < height; ++i)
+        for (int64_t j = 0; j < width; ++j) {
+          const std::size_t p = static_cast<std::size_t>((i * width + j) * 4);
+          CHECK(image.rgba[p] == pixel(values[at(c, i, j)]));
+          CHECK(image.rgba[p + 3] == 255);
+        }
+    }
+  }
 }

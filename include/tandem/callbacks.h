@@ -200,7 +200,7 @@ struct UpdateFreq {
 struct TensorBoardOptions {
   int histogram_freq = 0;               // every N epochs (from epoch 0), a histogram of every weight; 0: none
   bool write_graph = true;              // accepted for Keras's signature; no graph is written (docs/callbacks.md)
-  bool write_images = false;            // not supported: true is a ValueError
+  bool write_images = false;            // with histogram_freq, each weight also as an image, as Keras draws it
   bool write_steps_per_second = false;  // also log training steps per second (epoch_ and, per batch, batch_)
   UpdateFreq update_freq = "epoch";
   int profile_batch = 0;                // profiling is not supported: only 0 (see FitOptions::trace_path)
@@ -214,7 +214,8 @@ struct TensorBoardOptions {
 // at step = optimizer iterations (as Keras's on_test_end). With update_freq N: the running logs as
 // "batch_<name>" in train/ at every N-th training batch (step = batches so far, from 1). Every
 // histogram_freq epochs: each weight's histogram as "<weight path>/histogram" (a Sequential's
-// paths start with its name, as Keras's: "sequential/dense/kernel/histogram"). Only the chief of
+// paths start with its name, as Keras's: "sequential/dense/kernel/histogram"), and with
+// write_images the weight drawn as Keras draws it as "<weight path>/image". Only the chief of
 // several workers writes. A standalone evaluate() with this callback writes the
 // evaluation_..._vs_iterations scalars.
 CallbackPtr TensorBoard(const std::string& log_dir = "logs", const TensorBoardOptions& options = {});

@@ -6,7 +6,9 @@
 #include <memory>
 
 #include "callbacks/learning_rate.h"
+#include "callbacks/weight_images.h"
 #include "io/event_file.h"
+#include "io/png_encode.h"
 #include "tandem/callbacks.h"
 #include "tandem/distribute.h"
 #include "tandem/errors.h"
@@ -43,7 +45,6 @@ class TensorBoardCallback final : public Callback {
     const std::filesystem::path dir(log_dir);
     train_dir_ = (dir / "train").string(), val_dir_ = (dir / "validation").string();
     if (o_.histogram_freq < 0) throw ValueError("TensorBoard: histogram_freq must be >= 0, got " + std::to_string(o_.histogram_freq));
-    if (o_.write_images) throw ValueError("TensorBoard: write_images=true is not supported; pass false");
     if (o_.profile_batch != 0)
       throw ValueError("TensorBoard: profiling is not supported (profile_batch must be 0, got " + std::to_string(o_.profile_batch) +
                        "); FitOptions::trace_path writes a trace of one step");
@@ -132,7 +133,8 @@ class TensorBoardCallback final : public Callback {
     val.sync();
   }
 
-  // Keras's _log_weights: every layer's weights (trainable or not), tagged by the weight's path.
+  // Keras's _log_weights: every layer's weights (trainable or not), tagged by the weight's path,
+  // with write_images also as images.
   void write_histograms(EventFileWriter& w, int epoch) {
     if (!model_) return;
     const std::string prefix = dynamic_cast<const Sequential*>(model_) ? model_->name() + "/" : std::string();
@@ -141,6 +143,14 @@ class TensorBoardCallback final : public Callback {
       std::replace(tag.begin(), tag.end(), ':', '_');
       const Tensor values = weight->value().cast(DType::F64);
       w.histogram(tag + "/histogram", io::make_histogram(values.values<double>()), epoch);
+      if (!o_.write_images) continue;
+      if (const auto images = callbacks::detail::weight_images(weight->value())) {
+        const auto bytes = static_cast<std::size_t>(images->height * images->width * images->channels);
+        std::vector<std::string> pngs;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(images->count); ++i)
+          pngs.push_back(io::encode_png(images->height, images->width, images->channels, std::span(images->pixels).subspan(i * bytes, bytes)));
+        w.images(tag + "/image", images->width, images->height, pngs, epoch);
+      }
     }
   }
 
