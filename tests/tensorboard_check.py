@@ -19,6 +19,9 @@ load log_dir/train and log_dir/validation:
   - With write_images: each weight drawn as Keras's _log_weight_as_image and tf.summary.image draw
     it (squeezed; a 2-D weight with its long side across; a 3-D one as slices of its last axis; at
     most 3 images; v * 255.5 truncated to [0, 255]), read as PNGs by Pillow.
+  - The TensorBoard server itself (`tensorboard --logdir`, with its Python loader and with its
+    Rust data server where the platform has one), asked over HTTP as the UI asks: the scalars, a
+    histogram's counts and an image's pixels it serves are the ones above.
   - A copy of the train file cut inside its last record: the reader loads every whole record.
 
 Usage (after building tensorboard_tool):
@@ -244,6 +247,85 @@ def check_images(c: Checker, folder, run):
             c.expect(got.shape == want.shape and np.array_equal(got, want), f"{tag} at {e.step}: pixels equal Keras's")
 
 
+def served(python: Path, logs: Path, load_fast: str):
+    """Starts `tensorboard --logdir logs` on a free port; returns (process, base URL) or None."""
+    import re
+    import time
+
+    tensorboard = python.parent / "tensorboard"
+    proc = subprocess.Popen([str(tensorboard), "--logdir", str(logs), "--host", "127.0.0.1", "--port", "0", f"--load_fast={load_fast}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    for line in proc.stdout:
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        if m:
+            return proc, m.group(1)
+        if time.time() > deadline:
+            break
+    proc.kill()
+    proc.wait()
+    return None
+
+
+def fetch(url, binary=False):
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=30) as response:
+        data = response.read()
+    return data if binary else json.loads(data)
+
+
+def check_server(c: Checker, python: Path, logs: Path, run):
+    """The UI's view: what the TensorBoard server sends the browser."""
+    import io
+    import time
+    import urllib.parse
+
+    import numpy as np
+    from PIL import Image
+
+    history, prefix = run["history"], run["model_name"] + "/"
+    for load_fast in ["false", "true"]:
+        started = served(python, logs, load_fast)
+        if started is None:
+            c.expect(load_fast == "true", "tensorboard --load_fast=false starts")
+            print(f"  tensorboard --load_fast={load_fast} did not start (no data server for this platform): not checked")
+            continue
+        proc, base = started
+        try:
+            # The server loads the files in the background: wait until every run's tags are there.
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                tags = fetch(f"{base}/data/plugin/scalars/tags")
+                if "epoch_loss" in tags.get("train", {}) and "epoch_loss" in tags.get("validation", {}):
+                    break
+                time.sleep(0.5)
+            q = urllib.parse.quote
+            for folder, key in [("train", "loss"), ("train", "learning_rate"), ("validation", "val_loss")]:
+                tag = "epoch_" + key.removeprefix("val_")
+                rows = fetch(f"{base}/data/plugin/scalars/scalars?run={folder}&tag={q(tag)}")
+                got = {step: value for _, step, value in rows}
+                c.expect(got == {e: f32(v) for e, v in enumerate(history[key])}, f"server (load_fast={load_fast}) {folder}/{tag}: {got}")
+            path = "dense/kernel"
+            rows = fetch(f"{base}/data/plugin/histograms/histograms?run=train&tag={q(prefix + path + '/histogram')}")
+            for _, step, buckets in rows:
+                counts = [b[2] for b in buckets if b[2] > 0]
+                want = expected_histogram(np.array(run["weights"][step][path]["values"]))[:, 2]
+                c.expect(counts == [w for w in want if w > 0], f"server (load_fast={load_fast}) histogram {path} at {step}")
+            rows = fetch(f"{base}/data/plugin/images/images?run=train&tag={q(prefix + path + '/image')}&sample=0")
+            c.expect([r["step"] for r in rows] == [e for e in range(run["epochs"]) if e % run["histogram_freq"] == 0],
+                     f"server (load_fast={load_fast}) image steps")
+            for r in rows:
+                png = fetch(f"{base}/data/plugin/images/individualImage?{r['query']}", binary=True)
+                w = run["weights"][r["step"]][path]
+                want = keras_images(np.array(w["values"]).reshape(w["shape"]))[0, :, :, 0]
+                c.expect(np.array_equal(np.array(Image.open(io.BytesIO(png))), want), f"server (load_fast={load_fast}) image pixels at {r['step']}")
+            print(f"  tensorboard --load_fast={load_fast} served the scalars, histograms and images")
+        finally:
+            proc.kill()
+            proc.wait()
+
+
 def check_cut_file(c: Checker, train_dir: Path, work: Path):
     """A file cut inside its last record (a writer that died mid-record) still loads."""
     (src,) = list(train_dir.iterdir())
@@ -278,6 +360,7 @@ def run_checks(build: Path) -> bool:
         check_plugin_view(c, logs / "train", train)
         check_plugin_view(c, logs / "validation", val)
         check_images(c, logs / "train", run)
+        check_server(c, Path(sys.executable), logs, run)
         check_cut_file(c, logs / "train", work)
     print(f"{c.checks} checks, {c.failures} failed")
     return c.failures == 0
