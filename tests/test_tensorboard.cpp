@@ -343,7 +343,7 @@ TEST_CASE("TensorBoard writes epoch, batch and validation scalars, the learning 
   }
 }
 
-TEST_CASE("TensorBoard with update_freq \"epoch\" writes no batch scalars; a second fit and evaluate write new files") {
+TEST_CASE("TensorBoard with update_freq \"epoch\" writes no batch scalars, and a second fit and evaluate write new files") {
   const ScratchRoot scratch_root("tandem_tensorboard_epoch");
   const fs::path logs = scratch_root.fresh("logs");
   auto model = model_for_logs();
@@ -466,4 +466,23 @@ TEST_CASE("TensorBoard with write_images draws each weight as Keras does: squeez
         }
     }
   }
+}
+
+TEST_CASE("TensorBoard with write_steps_per_second logs steps per second per epoch and per written batch") {
+  const ScratchRoot scratch_root("tandem_tensorboard_speed");
+  const fs::path logs = scratch_root.fresh("logs");
+  auto model = model_for_logs();
+  const tandem::Dataset data = blobs(40, 6, 3);  // 5 batches an epoch
+  model->fit(data, {.epochs = 2, .batch_size = 8, .verbose = 0,
+                    .callbacks = {cb::TensorBoard(logs.string(), {.write_steps_per_second = true, .update_freq = "batch"})}});
+  const auto written = scalars(events_in(logs / "train"));
+  const auto& epoch = written.at("epoch_steps_per_second");
+  const auto& batch = written.at("batch_steps_per_second");
+  CHECK(epoch.size() == 2);
+  CHECK(batch.size() == 10);
+  CHECK(batch.begin()->first == 1);
+  CHECK(batch.rbegin()->first == 10);
+  for (const auto& [step, value] : epoch) CHECK((value > 0 && std::isfinite(value)));
+  for (const auto& [step, value] : batch) CHECK((value > 0 && std::isfinite(value)));
+  CHECK(written.at("batch_loss").size() == 10);
 }
