@@ -22,6 +22,9 @@ load log_dir/train and log_dir/validation:
   - The TensorBoard server itself (`tensorboard --logdir`, with its Python loader and with its
     Rust data server where the platform has one), asked over HTTP as the UI asks: the scalars, a
     histogram's counts and an image's pixels it serves are the ones above.
+  - With embeddings_freq (a second model, with an Embedding layer): projector_config.pbtxt is the
+    text protobuf writes for the ProjectorConfig Keras's _configure_embeddings builds, and the
+    weights files keras_embedding.ckpt-<epoch>.weights.h5 are there for every epoch.
   - A copy of the train file cut inside its last record: the reader loads every whole record.
 
 Usage (after building tensorboard_tool):
@@ -326,6 +329,23 @@ def check_server(c: Checker, python: Path, logs: Path, run):
             proc.wait()
 
 
+def check_embeddings(c: Checker, logs: Path):
+    from google.protobuf import text_format
+    from tensorboard.plugins import projector
+
+    # As Keras's _configure_embeddings builds it for a model with one Embedding layer and a
+    # metadata path given as a string.
+    config = projector.ProjectorConfig()
+    embedding = config.embeddings.add()
+    embedding.tensor_name = "layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE"
+    embedding.metadata_path = "vocab \"v1\"\tcaf\u00e9's.tsv"
+    written = (logs / "projector_config.pbtxt").read_text(encoding="utf-8")
+    c.expect(written == text_format.MessageToString(config), f"projector_config.pbtxt:\n{written}")
+    c.expect(text_format.Parse(written, projector.ProjectorConfig()) == config, "projector_config.pbtxt parses back to Keras's config")
+    files = sorted(p.name for p in (logs / "train").glob("keras_embedding.ckpt-*"))
+    c.expect(files == ["keras_embedding.ckpt-0.weights.h5", "keras_embedding.ckpt-1.weights.h5"], f"embedding checkpoints: {files}")
+
+
 def check_cut_file(c: Checker, train_dir: Path, work: Path):
     """A file cut inside its last record (a writer that died mid-record) still loads."""
     (src,) = list(train_dir.iterdir())
@@ -350,8 +370,8 @@ def run_checks(build: Path) -> bool:
     c = Checker()
     with tempfile.TemporaryDirectory(prefix="tandem_tensorboard_check_") as tmp:
         work = Path(tmp)
-        logs, run_json = work / "logs", work / "run.json"
-        subprocess.run([str(tool), str(logs), str(run_json)], check=True)
+        logs, run_json, embedding_logs = work / "logs", work / "run.json", work / "embedding_logs"
+        subprocess.run([str(tool), str(logs), str(run_json), str(embedding_logs)], check=True)
         run = json.loads(run_json.read_text())
         print(f"event files: {sorted(str(p.relative_to(logs)) for p in logs.rglob('events.out.tfevents.*'))}")
         train, val = load(logs / "train"), load(logs / "validation")
@@ -361,6 +381,7 @@ def run_checks(build: Path) -> bool:
         check_plugin_view(c, logs / "validation", val)
         check_images(c, logs / "train", run)
         check_server(c, Path(sys.executable), logs, run)
+        check_embeddings(c, embedding_logs)
         check_cut_file(c, logs / "train", work)
     print(f"{c.checks} checks, {c.failures} failed")
     return c.failures == 0

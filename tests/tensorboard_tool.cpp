@@ -1,8 +1,9 @@
-// Trains a small model with the TensorBoard callback for tests/tensorboard_check.py:
-//   tensorboard_tool <log_dir> <run.json>
+// Trains small models with the TensorBoard callback for tests/tensorboard_check.py:
+//   tensorboard_tool <log_dir> <run.json> <embedding_log_dir>
 // writes the event files under <log_dir> and, in run.json, what fit reported (History, the running
 // logs at every batch end) and every weight at every epoch end, which the check compares with what
-// TensorBoard's own reader finds in the files.
+// TensorBoard's own reader finds in the files; then trains a model with an Embedding layer with
+// embeddings_freq 1 into <embedding_log_dir> (its projector config and weights files).
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -32,8 +33,8 @@ class Recorder : public tandem::Callback {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: tensorboard_tool <log_dir> <run.json>\n");
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: tensorboard_tool <log_dir> <run.json> <embedding_log_dir>\n");
     return 2;
   }
   tandem::set_random_seed(7);
@@ -62,5 +63,15 @@ int main(int argc, char** argv) {
                            {"model_name", model.name()}, {"update_freq", kUpdateFreq}, {"histogram_freq", kHistogramFreq},
                            {"epochs", kEpochs}, {"iterations", model.optimizer()->iterations()}};
   std::ofstream(argv[2]) << run.dump(1);
+
+  // The projector config: one entry for the Embedding layer, its metadata path in text-format escapes.
+  tandem::Sequential words({tl::InputLayer({4}), tl::Embedding(12, 2, {.name = "words"}), tl::Flatten(), tl::Dense(2)}, "words_model");
+  words.compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  std::vector<int32_t> ids(16 * 4), labels(16);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 5) % 12);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 2);
+  words.fit(tandem::Dataset(tandem::Tensor::from({16, 4}, std::span<const int32_t>(ids)), tandem::Tensor::from({16}, std::span<const int32_t>(labels))),
+            {.epochs = 2, .batch_size = 8, .verbose = 0,
+             .callbacks = {cb::TensorBoard(argv[3], {.embeddings_freq = 1, .embeddings_metadata = "vocab \"v1\"\tcaf\u00e9's.tsv"})}});
   return 0;
 }

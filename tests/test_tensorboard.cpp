@@ -391,6 +391,7 @@ TEST_CASE("TensorBoard refuses bad arguments by name") {
                        "TensorBoard: update_freq must be \"epoch\", \"batch\" or a number of batches >= 1, got 0", tandem::ValueError);
   CHECK_THROWS_WITH_AS(cb::TensorBoard("logs", {.histogram_freq = -1}), "TensorBoard: histogram_freq must be >= 0, got -1", tandem::ValueError);
   CHECK_THROWS_AS(cb::TensorBoard("logs", {.profile_batch = 3}), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(cb::TensorBoard("logs", {.embeddings_freq = -2}), "TensorBoard: embeddings_freq must be >= 0, got -2", tandem::ValueError);
   CHECK(cb::UpdateFreq("batch").batches == 1);
   CHECK(cb::UpdateFreq("epoch").per_epoch());
 }
@@ -485,4 +486,51 @@ TEST_CASE("TensorBoard with write_steps_per_second logs steps per second per epo
   for (const auto& [step, value] : epoch) CHECK((value > 0 && std::isfinite(value)));
   for (const auto& [step, value] : batch) CHECK((value > 0 && std::isfinite(value)));
   CHECK(written.at("batch_loss").size() == 10);
+}
+
+TEST_CASE("TensorBoard with embeddings_freq writes Keras's projector config and the weights every N epochs") {
+  const ScratchRoot scratch_root("tandem_tensorboard_embeddings");
+  const fs::path logs = scratch_root.fresh("logs");
+  auto make = [] {
+    tandem::set_random_seed(4);
+    auto model = std::make_unique<tandem::Sequential>(
+        std::vector<tandem::LayerRef>{tl::InputLayer({5}, "ids"), tl::Embedding(10, 3, {.name = "words"}), tl::Flatten(), tl::Dense(2, "", {.name = "head"})});
+    model->compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    return model;
+  };
+  auto model = make();
+  std::vector<int32_t> ids(24 * 5), labels(24);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7) % 10);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 2);
+  const tandem::Dataset data(tandem::Tensor::from({24, 5}, std::span<const int32_t>(ids)), tandem::Tensor::from({24}, std::span<const int32_t>(labels)));
+  auto recorder = std::make_shared<Recorder>();
+  model->fit(data, {.epochs = 3, .batch_size = 8, .verbose = 0,
+                    .callbacks = {cb::TensorBoard(logs.string(), {.embeddings_freq = 2,
+                                                                  .embeddings_metadata = std::map<std::string, std::string>{{"words", "vocab \"v1\".tsv"}}}),
+                                  recorder}});
+  // The text protobuf's text format gives this ProjectorConfig (Keras names the same tensor for every layer).
+  std::ifstream config(logs / "projector_config.pbtxt");
+  const std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  CHECK(text ==
+        "embeddings {\n"
+        "  tensor_name: \"layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE\"\n"
+        "  metadata_path: \"vocab \\\"v1\\\".tsv\"\n"
+        "}\n");
+  // Epochs 0 and 2: the whole model's weights as they were at that epoch's end.
+  CHECK(fs::exists(logs / "train" / "keras_embedding.ckpt-0.weights.h5"));
+  CHECK_FALSE(fs::exists(logs / "train" / "keras_embedding.ckpt-1.weights.h5"));
+  for (const int epoch : {0, 2}) {
+    auto loaded = make();
+    loaded->load_weights((logs / "train" / ("keras_embedding.ckpt-" + std::to_string(epoch) + ".weights.h5")).string());
+    for (const auto& w : loaded->weights()) {
+      const tandem::Tensor t = w->value().cast(tandem::DType::F64);
+      CHECK(std::vector<double>(t.values<double>().begin(), t.values<double>().end()) ==
+            recorder->weights.at(static_cast<std::size_t>(epoch)).at(w->path()));
+    }
+  }
+  // A metadata entry for a layer that is not an Embedding of the model is refused, as Keras does.
+  CHECK_THROWS_WITH_AS(model->fit(data, {.epochs = 1, .batch_size = 8, .verbose = 0,
+                                         .callbacks = {cb::TensorBoard(logs.string(), {.embeddings_freq = 1,
+                                                                                       .embeddings_metadata = std::map<std::string, std::string>{{"head", "x.tsv"}}})}}),
+                       "TensorBoard: embeddings_metadata names layers that are not Embedding layers of the model: head", tandem::ValueError);
 }

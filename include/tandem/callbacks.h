@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace tandem {
@@ -204,7 +205,13 @@ struct TensorBoardOptions {
   bool write_steps_per_second = false;  // also log training steps per second (epoch_ and, per batch, batch_)
   UpdateFreq update_freq = "epoch";
   int profile_batch = 0;                // profiling is not supported: only 0 (see FitOptions::trace_path)
-  int embeddings_freq = 0;              // not supported: only 0
+  // Every N epochs (from epoch 0), the model's weights in log_dir/train/keras_embedding.ckpt-<epoch>.weights.h5,
+  // and at the start of fit log_dir/projector_config.pbtxt naming each Embedding layer, as Keras
+  // writes them; 0: none.
+  int embeddings_freq = 0;
+  // The projector's metadata file: one for every Embedding layer (a string), or per layer name (a
+  // map, every name an Embedding layer of the model).
+  std::variant<std::monostate, std::string, std::map<std::string, std::string>> embeddings_metadata{};
 };
 
 // keras.callbacks.TensorBoard: event files that TensorBoard reads, in `log_dir`/train and

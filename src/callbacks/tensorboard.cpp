@@ -3,15 +3,20 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
+#include <variant>
 
 #include "callbacks/learning_rate.h"
 #include "callbacks/weight_images.h"
+#include "io/atomic_file.h"
 #include "io/event_file.h"
 #include "io/png_encode.h"
 #include "tandem/callbacks.h"
 #include "tandem/distribute.h"
 #include "tandem/errors.h"
+#include "tandem/layer.h"
 #include "tandem/model.h"
 
 namespace tandem {
@@ -37,6 +42,24 @@ namespace {
 using callbacks::TensorBoardOptions;
 using io::EventFileWriter;
 
+// A string as protobuf's text format writes it: C escapes for quotes, backslash, \n, \r and \t,
+// other control characters in octal, UTF-8 as it is (as current protobuf releases print strings).
+std::string text_format_escape(const std::string& s) {
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\' || c == '\'') out += '\\', out += ch;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      const char octal[] = {'\\', static_cast<char>('0' + (c >> 6)), static_cast<char>('0' + ((c >> 3) & 7)), static_cast<char>('0' + (c & 7)), 0};
+      out += octal;
+    } else out += ch;
+  }
+  return out;
+}
+
 double now_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 class TensorBoardCallback final : public Callback {
@@ -44,12 +67,12 @@ class TensorBoardCallback final : public Callback {
   TensorBoardCallback(std::string log_dir, TensorBoardOptions o) : o_(std::move(o)) {
     const std::filesystem::path dir(log_dir);
     train_dir_ = (dir / "train").string(), val_dir_ = (dir / "validation").string();
+    projector_config_ = (dir / "projector_config.pbtxt").string();
     if (o_.histogram_freq < 0) throw ValueError("TensorBoard: histogram_freq must be >= 0, got " + std::to_string(o_.histogram_freq));
     if (o_.profile_batch != 0)
       throw ValueError("TensorBoard: profiling is not supported (profile_batch must be 0, got " + std::to_string(o_.profile_batch) +
                        "); FitOptions::trace_path writes a trace of one step");
-    if (o_.embeddings_freq != 0)
-      throw ValueError("TensorBoard: embeddings are not supported (embeddings_freq must be 0, got " + std::to_string(o_.embeddings_freq) + ")");
+    if (o_.embeddings_freq < 0) throw ValueError("TensorBoard: embeddings_freq must be >= 0, got " + std::to_string(o_.embeddings_freq));
   }
 
   void on_train_begin(const Logs&) override {
@@ -57,6 +80,7 @@ class TensorBoardCallback final : public Callback {
     train_.reset(), val_.reset();                // each fit writes new files, as Keras's set_model resets its writers
     global_train_batch_ = 0;
     in_fit_ = true;
+    if (o_.embeddings_freq > 0 && writer_) write_projector_config();
   }
 
   void on_train_end(const Logs&) override {
@@ -81,7 +105,29 @@ class TensorBoardCallback final : public Callback {
   }
 
   void on_epoch_end(int epoch, const Logs& logs) override {
-    if (!writer_ || logs.empty()) return;
+    if (!writer_) return;
+    if (!logs.empty()) write_epoch_logs(epoch, logs);
+    if (o_.histogram_freq > 0 && epoch % o_.histogram_freq == 0) write_histograms(writer(train_, train_dir_), epoch);
+    if (o_.embeddings_freq > 0 && epoch % o_.embeddings_freq == 0) {  // Keras's _log_embeddings
+      io::create_folders(train_dir_, "TensorBoard");
+      model_->save_weights((std::filesystem::path(train_dir_) / ("keras_embedding.ckpt-" + std::to_string(epoch) + ".weights.h5")).string());
+    }
+    if (train_) train_->sync();  // an epoch's summaries are on disk when the epoch ends
+  }
+
+  void on_test_begin(const Logs&) override {
+    if (!in_fit_) writer_ = distribute::this_worker().chief();
+  }
+
+  void on_test_end(const Logs& logs) override {
+    if (!writer_) return;
+    write_evaluation(logs);
+    if (!in_fit_) close_writers();  // a standalone evaluate: its file is complete
+  }
+
+ private:
+  // Keras's _log_epoch_metrics (and its on_test_end during fit's validation).
+  void write_epoch_logs(int epoch, const Logs& logs) {
     Logs train_logs, val_logs;
     for (const auto& [name, value] : logs) (name.starts_with("val_") ? val_logs[name.substr(4)] : train_logs[name]) = value;
     // fit's validation runs without the user's callbacks, so the scalars Keras writes in
@@ -97,21 +143,8 @@ class TensorBoardCallback final : public Callback {
       for (const auto& [name, value] : val_logs) val.scalar("epoch_" + name, value, epoch);
       val.sync();
     }
-    if (o_.histogram_freq > 0 && epoch % o_.histogram_freq == 0) write_histograms(train, epoch);
-    train.sync();  // an epoch's summaries are on disk when the epoch ends
   }
 
-  void on_test_begin(const Logs&) override {
-    if (!in_fit_) writer_ = distribute::this_worker().chief();
-  }
-
-  void on_test_end(const Logs& logs) override {
-    if (!writer_) return;
-    write_evaluation(logs);
-    if (!in_fit_) close_writers();  // a standalone evaluate: its file is complete
-  }
-
- private:
   EventFileWriter& writer(std::unique_ptr<EventFileWriter>& w, const std::string& folder) {
     if (!w) w = std::make_unique<EventFileWriter>(folder, "TensorBoard");  // made when first written, as Keras's
     return *w;
@@ -154,8 +187,32 @@ class TensorBoardCallback final : public Callback {
     }
   }
 
+  // Keras's _configure_embeddings: a ProjectorConfig in protobuf text format with an entry per
+  // Embedding layer (Keras names the first layer with weights' variable in all of them).
+  void write_projector_config() {
+    std::map<std::string, std::string> per_layer;
+    if (const auto* names = std::get_if<std::map<std::string, std::string>>(&o_.embeddings_metadata)) per_layer = *names;
+    std::string config;
+    for (const auto& layer : model_->layers()) {
+      if (layer->class_name() != "Embedding") continue;
+      config += "embeddings {\n  tensor_name: \"layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE\"\n";
+      std::optional<std::string> metadata;
+      if (const auto* all = std::get_if<std::string>(&o_.embeddings_metadata)) metadata = *all;
+      else if (const auto it = per_layer.find(layer->name()); it != per_layer.end()) metadata = it->second, per_layer.erase(it);
+      if (metadata) config += "  metadata_path: \"" + text_format_escape(*metadata) + "\"\n";
+      config += "}\n";
+    }
+    if (!per_layer.empty()) {
+      std::string names;
+      for (const auto& [name, path] : per_layer) names += (names.empty() ? "" : ", ") + name;
+      throw ValueError("TensorBoard: embeddings_metadata names layers that are not Embedding layers of the model: " + names);
+    }
+    io::create_folders(std::filesystem::path(projector_config_).parent_path().string(), "TensorBoard");
+    io::write_atomically(projector_config_, [&](const std::string& temp) { io::write_file(temp, config.data(), config.size()); });
+  }
+
   TensorBoardOptions o_;
-  std::string train_dir_, val_dir_;
+  std::string train_dir_, val_dir_, projector_config_;
   std::unique_ptr<EventFileWriter> train_, val_;
   bool writer_ = true;   // this process writes (the chief, or a worker alone)
   bool in_fit_ = false;
