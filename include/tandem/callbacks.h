@@ -222,7 +222,8 @@ struct TensorBoardOptions {
 // "batch_<name>" in train/ at every N-th training batch (step = batches so far, from 1). Every
 // histogram_freq epochs: each weight's histogram as "<weight path>/histogram" (a Sequential's
 // paths start with its name, as Keras's: "sequential/dense/kernel/histogram"), and with
-// write_images the weight drawn as Keras draws it as "<weight path>/image". Only the chief of
+// write_images the weight drawn as Keras draws it as "<weight path>/image". embeddings_freq saves
+// the weights and a projector config as Keras does. Only the chief of
 // several workers writes. A standalone evaluate() with this callback writes the
 // evaluation_..._vs_iterations scalars.
 CallbackPtr TensorBoard(const std::string& log_dir = "logs", const TensorBoardOptions& options = {});
