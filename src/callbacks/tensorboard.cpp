@@ -1,5 +1,5 @@
-// TensorBoard (keras/src/callbacks/tensorboard.py): scalars and weight histograms in event files
-// (io/event_file.h), under Keras's folders, tags and steps.
+// TensorBoard (keras/src/callbacks/tensorboard.py): scalars, weight histograms and images in event
+// files (io/event_file.h) and embedding checkpoints, under Keras's folders, tags and steps.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
