@@ -1,8 +1,9 @@
 // TensorBoard: the event files are decoded here independently of the writer (TFRecord framing with
 // a bit-by-bit CRC32C checked against RFC 3720's test vectors, and the protocol buffer wire format
 // read field by field), and their tags, steps and values checked against what fit reported
-// (History and the logs each batch end received) and the weights at each epoch's end.
-// tests/tensorboard_check.py reads the same kind of run with TensorBoard's own reader.
+// (History and the logs each batch end received), the weights at each epoch's end, and what Keras 3
+// itself wrote for the same training (tests/data/tensorboard_refs.json). tests/tensorboard_check.py
+// reads the same kind of run with TensorBoard's own reader.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <tandem/tandem.h>
 
@@ -533,4 +535,92 @@ TEST_CASE("TensorBoard with embeddings_freq writes Keras's projector config and 
                                          .callbacks = {cb::TensorBoard(logs.string(), {.embeddings_freq = 1,
                                                                                        .embeddings_metadata = std::map<std::string, std::string>{{"head", "x.tsv"}}})}}),
                        "TensorBoard: embeddings_metadata names layers that are not Embedding layers of the model: head", tandem::ValueError);
+}
+
+namespace {
+
+// folder -> plugin -> tag -> (steps, scalar values), classified as TensorBoard's plugin accumulator
+// does: simple_value as "scalars", HistogramProto as "histograms", a tensor by its metadata's plugin.
+struct Written {
+  std::vector<int64_t> steps;
+  std::vector<double> values;
+};
+using Layout = std::map<std::string, std::map<std::string, Written>>;
+
+Layout layout_of(const std::vector<Event>& events) {
+  Layout out;
+  for (const Event& e : events) {
+    const std::string plugin = e.scalar ? "scalars" : e.histogram ? "histograms" : e.plugin;
+    Written& w = out[plugin][e.tag];
+    w.steps.push_back(e.step);
+    if (e.scalar) w.values.push_back(*e.scalar);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("TensorBoard writes the tags and steps Keras 3 writes, with its values, for the same training") {
+  // tests/data/tensorboard_refs.json: Keras 3 (TensorFlow backend) trained this model from these
+  // weights on these rows with its TensorBoard callback (tests/data/make_tensorboard_refs.py).
+  std::ifstream in(fs::path(TANDEM_TEST_DATA) / "tensorboard_refs.json");
+  REQUIRE(in);
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  const ScratchRoot scratch_root("tandem_tensorboard_keras");
+  const fs::path logs = scratch_root.fresh("logs");
+
+  auto model = std::make_unique<tandem::Sequential>(
+      std::vector<tandem::LayerRef>{tl::InputLayer({6}), tl::Dense(4, "relu", {.name = "hidden"}), tl::Dense(3, "", {.name = "out"})}, "seq");
+  model->compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .metrics = {"accuracy"}});
+  std::vector<tandem::Tensor> weights;
+  for (const auto& w : ref["initial_weights"]) {
+    std::vector<float> flat;
+    std::vector<int64_t> dims{static_cast<int64_t>(w.size())};
+    if (w[0].is_array()) {
+      dims.push_back(static_cast<int64_t>(w[0].size()));
+      for (const auto& row : w)
+        for (const auto& v : row) flat.push_back(v.get<float>());
+    } else {
+      for (const auto& v : w) flat.push_back(v.get<float>());
+    }
+    weights.push_back(tandem::Tensor::from(tandem::Shape(dims), std::span<const float>(flat)));
+  }
+  model->set_weights(weights);
+  std::vector<float> x;
+  for (const auto& row : ref["x"])
+    for (const auto& v : row) x.push_back(v.get<float>());
+  const auto y = ref["y"].get<std::vector<int32_t>>();
+  auto rows = [&](int64_t begin, int64_t end) {
+    return tandem::Dataset(tandem::Tensor::from({end - begin, 6}, std::span<const float>(x).subspan(static_cast<std::size_t>(begin * 6), static_cast<std::size_t>((end - begin) * 6))),
+                           tandem::Tensor::from({end - begin}, std::span<const int32_t>(y).subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin))));
+  };
+  model->fit(rows(0, 40), {.epochs = 3, .batch_size = 8, .shuffle = false, .validation_data = rows(40, 50), .verbose = 0,
+                           .callbacks = {cb::LearningRateScheduler([](int epoch, double) { return 0.1 / (epoch + 1); }),
+                                         cb::TensorBoard(logs.string(), {.histogram_freq = 2, .write_images = true, .update_freq = "batch"})}});
+
+  // Keras's files are named as these are.
+  for (const auto& file : ref["files"]) CHECK(std::regex_match(file.get<std::string>(), std::regex(R"((train|validation)/events\.out\.tfevents\.\d{10}\..+\.\d+\.\d+\.v2)")));
+  for (const std::string folder : {"train", "validation"}) {
+    const Layout ours = layout_of(events_in(logs / folder));
+    const nlohmann::json& keras = ref["written"][folder];
+    std::vector<std::string> our_tags, keras_tags;
+    for (const auto& [plugin, tags] : ours)
+      for (const auto& [tag, w] : tags) our_tags.push_back(plugin + ": " + tag);
+    for (const auto& [plugin, tags] : keras.items())
+      for (const auto& [tag, w] : tags.items()) keras_tags.push_back(plugin + ": " + tag);
+    INFO(folder);
+    CHECK(our_tags == keras_tags);
+    for (const auto& [plugin, tags] : keras.items())
+      for (const auto& [tag, w] : tags.items()) {
+        INFO(plugin << " " << tag);
+        if (!ours.count(plugin) || !ours.at(plugin).count(tag)) continue;
+        const Written& mine = ours.at(plugin).at(tag);
+        CHECK(mine.steps == w["steps"].get<std::vector<int64_t>>());
+        if (plugin != "scalars") continue;
+        const auto values = w["values"].get<std::vector<double>>();
+        REQUIRE(mine.values.size() == values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) CHECK(mine.values[i] == doctest::Approx(values[i]).epsilon(1e-5));
+      }
+  }
 }
