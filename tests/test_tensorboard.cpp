@@ -543,7 +543,8 @@ namespace {
 // does: simple_value as "scalars", HistogramProto as "histograms", a tensor by its metadata's plugin.
 struct Written {
   std::vector<int64_t> steps;
-  std::vector<double> values;
+  std::vector<double> values;                    // scalars
+  std::vector<const Event*> events;              // histograms and images
 };
 using Layout = std::map<std::string, std::map<std::string, Written>>;
 
@@ -554,6 +555,7 @@ Layout layout_of(const std::vector<Event>& events) {
     Written& w = out[plugin][e.tag];
     w.steps.push_back(e.step);
     if (e.scalar) w.values.push_back(*e.scalar);
+    w.events.push_back(&e);
   }
   return out;
 }
@@ -602,7 +604,8 @@ TEST_CASE("TensorBoard writes the tags and steps Keras 3 writes, with its values
   // Keras's files are named as these are.
   for (const auto& file : ref["files"]) CHECK(std::regex_match(file.get<std::string>(), std::regex(R"((train|validation)/events\.out\.tfevents\.\d{10}\..+\.\d+\.\d+\.v2)")));
   for (const std::string folder : {"train", "validation"}) {
-    const Layout ours = layout_of(events_in(logs / folder));
+    const std::vector<Event> events = events_in(logs / folder);
+    const Layout ours = layout_of(events);
     const nlohmann::json& keras = ref["written"][folder];
     std::vector<std::string> our_tags, keras_tags;
     for (const auto& [plugin, tags] : ours)
@@ -617,10 +620,41 @@ TEST_CASE("TensorBoard writes the tags and steps Keras 3 writes, with its values
         if (!ours.count(plugin) || !ours.at(plugin).count(tag)) continue;
         const Written& mine = ours.at(plugin).at(tag);
         CHECK(mine.steps == w["steps"].get<std::vector<int64_t>>());
-        if (plugin != "scalars") continue;
-        const auto values = w["values"].get<std::vector<double>>();
-        REQUIRE(mine.values.size() == values.size());
-        for (std::size_t i = 0; i < values.size(); ++i) CHECK(mine.values[i] == doctest::Approx(values[i]).epsilon(1e-5));
+        if (plugin == "scalars") {
+          const auto values = w["values"].get<std::vector<double>>();
+          REQUIRE(mine.values.size() == values.size());
+          for (std::size_t i = 0; i < values.size(); ++i) CHECK(mine.values[i] == doctest::Approx(values[i]).epsilon(1e-5));
+        } else if (plugin == "histograms") {  // Keras's [30, 3] (left, right, count) from ours, as TensorBoard reads HistogramProto
+          for (std::size_t i = 0; i < mine.events.size(); ++i) {
+            const tandem::io::Histogram& h = *mine.events[i]->histogram;
+            const auto buckets = w["buckets"][i].get<std::vector<std::vector<double>>>();
+            REQUIRE(buckets.size() == h.bucket.size());
+            for (std::size_t b = 0; b < buckets.size(); ++b) {
+              CHECK(h.bucket[b] == buckets[b][2]);
+              CHECK((b == 0 ? h.min : h.bucket_limit[b - 1]) == doctest::Approx(buckets[b][0]).epsilon(1e-5));
+              CHECK(h.bucket_limit[b] == doctest::Approx(buckets[b][1]).epsilon(1e-5));
+            }
+          }
+        } else if (plugin == "images") {  // the same sizes, each pixel within 1 (weights a float rounding apart)
+          for (std::size_t i = 0; i < mine.events.size(); ++i) {
+            const Event& e = *mine.events[i];
+            const nlohmann::json& image = w["images"][i];
+            REQUIRE(e.tensor_strings.size() == 2 + image["pixels"].size());
+            CHECK(e.tensor_strings[0] == std::to_string(image["width"].get<int>()));
+            CHECK(e.tensor_strings[1] == std::to_string(image["height"].get<int>()));
+            for (std::size_t k = 0; k < image["pixels"].size(); ++k) {
+              const fs::path png = scratch_root.fresh("png") / "image.png";
+              std::ofstream(png, std::ios::binary) << e.tensor_strings[2 + k];
+              const tandem::io::DecodedImage decoded = tandem::io::decode_image(png.string());
+              const auto pixels = image["pixels"][k].get<std::vector<std::vector<std::vector<int>>>>();
+              REQUIRE(decoded.height == static_cast<int64_t>(pixels.size()));
+              REQUIRE(decoded.width == static_cast<int64_t>(pixels[0].size()));
+              for (std::size_t r = 0; r < pixels.size(); ++r)
+                for (std::size_t c = 0; c < pixels[r].size(); ++c)
+                  CHECK(std::abs(decoded.rgba[(r * pixels[r].size() + c) * 4] - pixels[r][c][0]) <= 1);
+            }
+          }
+        }
       }
   }
 }

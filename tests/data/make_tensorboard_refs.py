@@ -4,8 +4,8 @@ Keras on its TensorFlow backend (the callback needs TensorFlow's summary writer)
     KERAS_BACKEND=tensorflow python tests/data/make_tensorboard_refs.py
 
 (with keras==3.15.1 and tensorflow-cpu installed) writes tests/data/tensorboard_refs.json: the data,
-the initial weights, and for each folder (train, validation) each plugin's tags with their steps and
-scalar values, read back with TensorBoard's plugin EventAccumulator (the reader the TensorBoard UI
+the initial weights, and for each folder (train, validation) each plugin's tags with their steps,
+scalar values, histogram buckets and image pixels, read back with TensorBoard's plugin EventAccumulator (the reader the TensorBoard UI
 uses, which also converts the older summary forms Tandem writes). Keras trains Input(6) ->
 Dense(4, relu, "hidden") -> Dense(3, "out") in a Sequential "seq", SGD(0.1) with a
 LearningRateScheduler (0.1 / (epoch + 1)), sparse categorical crossentropy from logits and accuracy,
@@ -23,6 +23,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402
 
@@ -47,6 +48,14 @@ def layout(folder):
             entry = {"steps": [e.step for e in events]}
             if plugin == "scalars":
                 entry["values"] = [float(tensor_util.make_ndarray(e.tensor_proto)) for e in events]
+            elif plugin == "histograms":  # [30, 3]: left edge, right edge, count
+                entry["buckets"] = [tensor_util.make_ndarray(e.tensor_proto).tolist() for e in events]
+            elif plugin == "images":  # width, height, then each image's pixels [height][width][channels]
+                entry["images"] = []
+                for e in events:
+                    strings = tensor_util.make_ndarray(e.tensor_proto)
+                    pngs = [tf.io.decode_png(png).numpy().tolist() for png in strings[2:]]
+                    entry["images"].append({"width": int(strings[0]), "height": int(strings[1]), "pixels": pngs})
             out.setdefault(plugin, {})[tag] = entry
     return out
 
