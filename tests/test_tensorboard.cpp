@@ -5,6 +5,9 @@
 // itself wrote for the same training (tests/data/tensorboard_refs.json). tests/tensorboard_check.py
 // reads the same kind of run with TensorBoard's own reader.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cmath>
@@ -657,4 +660,31 @@ TEST_CASE("TensorBoard writes the tags and steps Keras 3 writes, with its values
         }
       }
   }
+}
+
+TEST_CASE("A write that fails part way (a file size limit) cuts the event file back to its last whole record") {
+  const ScratchRoot scratch_root("tandem_tensorboard_full");
+  const fs::path dir = scratch_root.fresh("run");
+  tandem::io::EventFileWriter w(dir.string(), "test");
+  w.scalar("x", 1.0, 0);
+  const auto whole = static_cast<rlim_t>(fs::file_size(w.path()));
+  // A limit a few bytes past the end: the next record is written in part, then refused.
+  rlimit before{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited = before;
+  limited.rlim_cur = whole + 10;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  CHECK_THROWS_AS(w.scalar("x", 2.0, 1), tandem::Error);
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &before) == 0);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(fs::file_size(w.path()) == whole);
+  // Writing goes on after the last whole record.
+  w.scalar("x", 3.0, 2);
+  w.close();
+  const Records records = read_records(w.path());
+  CHECK_FALSE(records.partial_tail);
+  REQUIRE(records.data.size() == 3);
+  CHECK(decode(records.data[2]).step == 2);
+  CHECK(*decode(records.data[2]).scalar == 3.0f);
 }
