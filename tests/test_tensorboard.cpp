@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <tandem/tandem.h>
@@ -687,4 +688,34 @@ TEST_CASE("A write that fails part way (a file size limit) cuts the event file b
   REQUIRE(records.data.size() == 3);
   CHECK(decode(records.data[2]).step == 2);
   CHECK(*decode(records.data[2]).scalar == 3.0f);
+}
+
+TEST_CASE("TensorBoard under Mirrored with sync_every 2: a step per batch, histograms of the synchronised weights") {
+  const ScratchRoot scratch_root("tandem_tensorboard_mirrored");
+  const fs::path logs = scratch_root.fresh("logs");
+  tandem::set_random_seed(5);
+  tandem::Sequential model({tl::InputLayer({6}), tl::Dense(4, "relu", {.name = "hidden"}), tl::Dense(3, "", {.name = "out"})}, "seq");
+  model.compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}, .strategy = tandem::distribute::Mirrored(cpus(2), {.sync_every = 2})});
+  auto recorder = std::make_shared<Recorder>();
+  // 40 training rows in batches of 8: 5 batches an epoch, run as groups of 2, 2 and 1 (3 updates).
+  const tandem::History history = model.fit(blobs(50, 6, 3), {.epochs = 2, .batch_size = 8, .validation_split = 0.2, .verbose = 0,
+                                                              .callbacks = {cb::TensorBoard(logs.string(), {.histogram_freq = 1, .update_freq = "batch"}),
+                                                                            recorder}});
+  REQUIRE(recorder->batches.size() == 10);
+  const std::vector<Event> train = events_in(logs / "train");
+  const auto written = scalars(train);
+  const auto& batch_loss = written.at("batch_loss");
+  REQUIRE(batch_loss.size() == 10);
+  for (const auto& [step, value] : batch_loss) CHECK(value == static_cast<float>(recorder->batches.at(static_cast<std::size_t>(step - 1)).at("loss")));
+  CHECK(written.at("epoch_loss").at(1) == static_cast<float>(history.history.at("loss")[1]));
+  for (const Event& e : train)
+    if (e.histogram) {
+      const auto& values = recorder->weights.at(static_cast<std::size_t>(e.step)).at(e.tag.substr(4, e.tag.size() - 4 - 10));
+      CHECK(e.histogram->sum == doctest::Approx(std::accumulate(values.begin(), values.end(), 0.0)).epsilon(1e-12));
+      CHECK(e.histogram->max == *std::max_element(values.begin(), values.end()));
+    }
+  const auto val = scalars(events_in(logs / "validation"));
+  CHECK(val.at("evaluation_loss_vs_iterations").count(3) == 1);  // the optimizer's updates, not batches
+  CHECK(val.at("evaluation_loss_vs_iterations").count(6) == 1);
 }
