@@ -44,35 +44,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from python_env import SKIPPED, ensure_environment
+
 ROOT = Path(__file__).resolve().parent.parent
-SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this script
 PACKAGES = ["tensorboard", "numpy", "pillow"]
-
-
-def unavailable(reason: str, skip: bool):
-    if skip:
-        print(f"skipped: {reason}")
-        sys.exit(SKIPPED)
-    sys.exit(reason)
-
-
-def ensure_environment(build: Path, skip: bool) -> Path:
-    """Creates build/tensorboard-venv with tensorboard unless it is there already."""
-    env = build / "tensorboard-venv"
-    python = env / "bin" / "python"
-    if not python.exists():
-        print(f"creating {env}")
-        result = subprocess.run([sys.executable, "-m", "venv", str(env)], capture_output=True, text=True)
-        if result.returncode != 0:
-            unavailable(f"python3 -m venv {env} failed (on Debian and Ubuntu: apt-get install python3-venv): {result.stderr.strip()}", skip)
-    probe = [str(python), "-c", "import tensorboard.backend.event_processing.event_accumulator, numpy, PIL"]
-    if subprocess.call(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) != 0:
-        print("installing " + " ".join(PACKAGES) + " from PyPI")
-        result = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PACKAGES], capture_output=True, text=True)
-        if result.returncode != 0:
-            lines = (result.stdout + result.stderr).strip().splitlines()
-            unavailable("pip cannot install tensorboard: " + (lines[-1] if lines else f"exit status {result.returncode}"), skip)
-    return python
 
 
 class Checker:
@@ -396,7 +371,8 @@ def main():
     args = parser.parse_args()
     build = Path(args.build).resolve()
     if not args.in_venv:
-        python = ensure_environment(build, args.skip_if_unavailable)
+        python = ensure_environment(build / "tensorboard-venv", PACKAGES, "import tensorboard.backend.event_processing.event_accumulator, numpy, PIL",
+                                    args.skip_if_unavailable, "tensorboard")
         os.execv(str(python), [str(python), __file__, "--build", str(build), "--in-venv"])
     ok = run_checks(build)
     print("TensorBoard check: " + ("PASSED" if ok else "FAILED"))
