@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace tandem {
@@ -184,6 +185,48 @@ struct CSVLoggerOptions {
 // header is written with the first row), values as Python prints floats. The row is flushed to the
 // file as each epoch ends, so a log of an interrupted run has every finished epoch.
 CallbackPtr CSVLogger(const std::string& filename, const CSVLoggerOptions& options = {});
+
+// How often TensorBoard writes the batch-level scalars: "epoch" (never: only the epoch summaries),
+// "batch" (every batch) or every N training batches, counted across epochs from 1:
+// `.update_freq = "batch"`, `.update_freq = 100`.
+struct UpdateFreq {
+  UpdateFreq(const char* name);         // "epoch" or "batch"; anything else is a ValueError
+  UpdateFreq(const std::string& name);
+  UpdateFreq(int batches);              // >= 1
+  UpdateFreq(int64_t batches);
+  bool per_epoch() const { return batches == 0; }
+  int64_t batches = 0;                  // 0 = per epoch
+};
+
+struct TensorBoardOptions {
+  int histogram_freq = 0;               // every N epochs (from epoch 0), a histogram of every weight; 0: none
+  bool write_graph = true;              // accepted for Keras's signature; no graph is written (docs/callbacks.md)
+  bool write_images = false;            // with histogram_freq, each weight also as an image, as Keras draws it
+  bool write_steps_per_second = false;  // also log training steps per second (epoch_ and, per batch, batch_)
+  UpdateFreq update_freq = "epoch";
+  int profile_batch = 0;                // profiling is not supported: only 0 (see FitOptions::trace_path)
+  // Every N epochs (from epoch 0), the model's weights in log_dir/train/keras_embedding.ckpt-<epoch>.weights.h5,
+  // and at the start of fit log_dir/projector_config.pbtxt naming each Embedding layer, as Keras
+  // writes them; 0: none.
+  int embeddings_freq = 0;
+  // The projector's metadata file: one for every Embedding layer (a string), or per layer name (a
+  // map, every name an Embedding layer of the model).
+  std::variant<std::monostate, std::string, std::map<std::string, std::string>> embeddings_metadata{};
+};
+
+// keras.callbacks.TensorBoard: event files that TensorBoard reads, in `log_dir`/train and
+// `log_dir`/validation (one new file per fit in each). Per epoch (step = epoch, from 0): the logs
+// without a "val_" prefix and the optimizer's learning rate as "epoch_<name>" in train/, the
+// "val_" logs as "epoch_<name>" in validation/, and there also "evaluation_<name>_vs_iterations"
+// at step = optimizer iterations (as Keras's on_test_end). With update_freq N: the running logs as
+// "batch_<name>" in train/ at every N-th training batch (step = batches so far, from 1). Every
+// histogram_freq epochs: each weight's histogram as "<weight path>/histogram" (a Sequential's
+// paths start with its name, as Keras's: "sequential/dense/kernel/histogram"), and with
+// write_images the weight drawn as Keras draws it as "<weight path>/image". embeddings_freq saves
+// the weights and a projector config as Keras does. Only the chief of
+// several workers writes. A standalone evaluate() with this callback writes the
+// evaluation_..._vs_iterations scalars.
+CallbackPtr TensorBoard(const std::string& log_dir = "logs", const TensorBoardOptions& options = {});
 }  // namespace callbacks
 
 }  // namespace tandem

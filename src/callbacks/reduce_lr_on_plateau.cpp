@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "callbacks/checkpoint_path.h"
+#include "callbacks/learning_rate.h"
 #include "callbacks/monitor.h"
 #include "tandem/callbacks.h"
 #include "tandem/errors.h"
@@ -25,9 +26,7 @@ Optimizer& optimizer_of(Model* model, const char* callback) {
 // The epoch's "learning_rate" as Keras 3's two callbacks log it at epoch end: the optimizer's rate
 // before this epoch's reduction, or a schedule's for the next step, as float32.
 void log_learning_rate(Model* model, const char* callback, Logs& logs) {
-  const Optimizer& optimizer = optimizer_of(model, callback);
-  const SchedulePtr& schedule = optimizer.schedule();
-  logs["learning_rate"] = schedule ? static_cast<double>(static_cast<float>((*schedule)(optimizer.iterations()))) : optimizer.learning_rate();
+  logs["learning_rate"] = callbacks::detail::current_learning_rate(optimizer_of(model, callback));
 }
 
 class ReduceLROnPlateauCallback final : public Callback {
