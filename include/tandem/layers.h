@@ -30,5 +30,6 @@ LayerRef InputLayer(Shape shape, const std::string& name = "");
 
 #include "tandem/layers/attention.h"
 #include "tandem/layers/conv.h"
+#include "tandem/layers/lambda.h"
 #include "tandem/layers/normalization.h"
 #include "tandem/layers/recurrent.h"
