@@ -284,6 +284,7 @@ TEST_CASE("metrics: saved in compile_config as Keras's metric objects and rebuil
   CHECK_THROWS_AS(tandem::metrics::F1Score({.average = "micro", .name = "f1_macro_04"}), tandem::ValueError);
   CHECK_THROWS_AS(tandem::metrics::F1Score({.average = "samples"}), tandem::ValueError);
   CHECK_THROWS_AS(tandem::metrics::MeanIoU(0), tandem::ValueError);
+  CHECK_THROWS_WITH_AS(tandem::metrics::R2Score({.name = "mae"}), doctest::Contains("built-in metric's name"), tandem::ValueError);
   // One F1 per class cannot be a History entry: compile says so.
   auto model = identity_model(3);
   try {

@@ -59,6 +59,13 @@ double roc_auc(std::span<const double> s) {
 }
 }  // namespace
 
+bool is_built_in(const std::string& name) {
+  if (name == "accuracy" || name == "acc" || name == "mean_absolute_error" || name == "mean_squared_error") return true;
+  for (const char* known : kBuiltIn)
+    if (name == known) return true;
+  return false;
+}
+
 void check(const std::string& name, const Loss& loss) {
   const std::string r = resolve(name, loss);
   for (const char* known : kBuiltIn)

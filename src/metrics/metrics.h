@@ -12,6 +12,9 @@
 
 namespace tandem::metrics {
 
+// Whether `name` is a built-in metric's ("accuracy", "mae", ...), which other metrics cannot take.
+bool is_built_in(const std::string& name);
+
 // Checks a metric name against the loss ("accuracy" resolves by the loss); ValueError if unknown.
 void check(const std::string& name, const Loss& loss);
 

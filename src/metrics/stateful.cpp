@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "metrics/metrics.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
@@ -250,6 +251,7 @@ std::map<std::string, StatefulPtr>& made() {
 std::string keep(StatefulPtr metric) {
   const std::string name = metric->name();
   if (name.empty()) throw ValueError(metric->class_name() + ": the name is empty");
+  if (is_built_in(name)) throw ValueError(metric->class_name() + ": \"" + name + "\" is a built-in metric's name; choose another");
   std::lock_guard lock(made_mutex());
   auto [it, inserted] = made().emplace(name, metric);
   if (!inserted && (it->second->class_name() != metric->class_name() || it->second->config() != metric->config()))
