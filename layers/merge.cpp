@@ -19,16 +19,16 @@ struct MergeKind {
   MergeOp op;
   bool average = false;   // divide the sum by the input count (Average)
   bool two_only = false;  // exactly two inputs (Subtract)
-  // Keras's Maximum and Minimum replace masked steps by the other input's before the op; Tandem
-  // does not, so they refuse masked inputs rather than compute something else.
-  bool masks = true;
+  // Maximum and Minimum, which have no identity element: Keras takes a masked step of either side
+  // from the other side before the op (base_merge's _apply_merge_op_and_or_mask).
+  bool fill_masked = false;
 };
 constexpr MergeKind kAdd{"Add", "add", ops::add};
 constexpr MergeKind kMultiply{"Multiply", "multiply", ops::mul};
 constexpr MergeKind kSubtract{"Subtract", "subtract", ops::sub, false, true};
 constexpr MergeKind kAverage{"Average", "average", ops::add, true};
-constexpr MergeKind kMaximum{"Maximum", "maximum", ops::maximum, false, false, false};
-constexpr MergeKind kMinimum{"Minimum", "minimum", ops::minimum, false, false, false};
+constexpr MergeKind kMaximum{"Maximum", "maximum", ops::maximum, false, false, true};
+constexpr MergeKind kMinimum{"Minimum", "minimum", ops::minimum, false, false, true};
 
 std::string shapes_str(const std::vector<Shape>& shapes) {
   std::string s;
@@ -50,7 +50,7 @@ class ElementwiseMerge : public Layer {
   }
   std::string class_name() const override { return kind_.cls; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
-  bool supports_masking() const override { return kind_.masks; }
+  bool supports_masking() const override { return true; }
   // Keras's merge layers: a step counts where it counts in any input (logical or); if some input
   // has no mask, every step counts, so the output has none.
   std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>& inputs,
@@ -86,6 +86,7 @@ class ElementwiseMerge : public Layer {
                          "; they must be equal or broadcast (a dimension of 1)");
       }
     }
+    if (kind_.fill_masked) return fold_masked(ctx, inputs);
     graph::Value y = inputs[0];
     for (std::size_t i = 1; i < inputs.size(); ++i) y = kind_.op(ctx.g, y, inputs[i]);
     // Keras divides by the count (output / len(inputs)), not multiplies by its inverse.
@@ -94,6 +95,31 @@ class ElementwiseMerge : public Layer {
   }
 
  private:
+  // Keras's fold for Maximum and Minimum with masks (each (batch, steps), broadcast over the
+  // features): x = where(mask_x, x, y); y = where(mask_y, y, x); y = op(y, x); the running mask is
+  // the or of both while every input so far has one.
+  graph::Value fold_masked(CallContext& ctx, const std::vector<graph::Value>& inputs) const {
+    graph::Graph& g = ctx.g;
+    auto expanded = [&](std::size_t i) -> graph::Value {
+      graph::Value m = ctx.input_mask(i);
+      if (!m.valid()) return m;
+      const TensorType t = g.type(inputs[i]);
+      std::vector<int64_t> dims = g.type(m).shape.dims();
+      while (static_cast<int>(dims.size()) < t.shape.rank()) dims.push_back(1);
+      return ops::broadcast_to(g, ops::reshape(g, ops::cast(g, m, t.dtype), Shape(dims)), t.shape);
+    };
+    graph::Value y = inputs[0], y_mask = expanded(0);
+    for (std::size_t i = 1; i < inputs.size(); ++i) {
+      graph::Value x = inputs[i];
+      const graph::Value mask = expanded(i);
+      if (mask.valid()) x = ops::where(g, mask, x, y);
+      if (y_mask.valid()) y = ops::where(g, y_mask, y, x);
+      y_mask = mask.valid() && y_mask.valid() ? ops::maximum(g, y_mask, mask) : graph::Value{};
+      y = kind_.op(g, y, x);
+    }
+    return y;
+  }
+
   const MergeKind& kind_;
   MergeArgs args_;
 };

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -46,8 +47,8 @@ double max_difference(const Tensor& a, const Tensor& b) {
 tandem::LayerRef layer_for(const std::string& name) {
   if (name == "subtract") return tl::Subtract();
   if (name == "average") return tl::Average();
-  if (name == "maximum") return tl::Maximum();
-  if (name == "minimum") return tl::Minimum();
+  if (name == "maximum" || name == "maximum_masked" || name == "maximum_one_masked") return tl::Maximum();
+  if (name == "minimum" || name == "minimum_masked") return tl::Minimum();
   if (name == "dot_vectors") return tl::Dot({1});
   if (name == "dot_normalize") return tl::Dot({1}, {.normalize = true});
   if (name == "dot_last") return tl::Dot({2, 2});
@@ -58,18 +59,22 @@ tandem::LayerRef layer_for(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("merge layers: outputs equal Keras's; configs are Keras's and read back") {
-  for (const json& c : load(fs::path(TANDEM_TEST_DATA) / "training_refs.json")["merge"]["cases"]) {
+TEST_CASE("merge layers: outputs equal Keras's (Maximum and Minimum with masked inputs too); configs are Keras's and read back") {
+  const json refs = load(fs::path(TANDEM_TEST_DATA) / "training_refs.json");
+  for (const json& c : refs["merge"]["cases"]) {
     const std::string name = c["name"];
     SUBCASE(name.c_str()) {
-      std::vector<tandem::Symbol> inputs;
+      std::vector<tandem::Symbol> inputs, merged;
       std::vector<Tensor> xs;
+      const std::vector<int> masked = c.value("masked", std::vector<int>{});  // inputs behind Masking(0.0)
       for (const json& in : c["inputs"]) {
         xs.push_back(tensor(in));
         inputs.push_back(tandem::Input(xs.back().shape().without_batch()));
+        const bool mask = std::find(masked.begin(), masked.end(), static_cast<int>(merged.size())) != masked.end();
+        merged.push_back(mask ? tl::Masking(0.0)(inputs.back()) : inputs.back());
       }
       const tandem::LayerRef layer = layer_for(name);
-      tandem::Model model(inputs, {layer(inputs)});
+      tandem::Model model(inputs, {layer(merged)});
       const Tensor y = model.predict(xs).at(0);
       CHECK(max_difference(y, tensor(c["output"])) <= 1e-5);
       // Keras's config but the automatic name (Keras's counter differs from this process's).

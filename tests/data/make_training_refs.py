@@ -15,7 +15,7 @@ layers that tests/test_losses_metrics.cpp and tests/test_adamax.cpp compare Tand
            get_config; Keras's .weights.h5 of that state (adamax_mlp.weights.h5) and the loss and
            weights of a 4th step from it
   merge    Subtract, Average, Maximum, Minimum and Dot (axes 1, (2, 2), (1, 2), normalize) on fixed
-           inputs: Keras's outputs and get_config
+           inputs: Keras's outputs and get_config; Maximum and Minimum on inputs masked by Masking
 
 Run with the Keras 3 + JAX environment (float32, CPU):
   KERAS_BACKEND=jax python tests/data/make_training_refs.py
@@ -152,6 +152,26 @@ def merge_refs(rng):
     add("dot_last", layers.Dot(axes=(2, 2)), [a, b])
     add("dot_mixed", layers.Dot(axes=(1, 2)), [a, m])
     add("dot_negative", layers.Dot(axes=-1, normalize=True), [a, c])
+
+    # Masked inputs (Masking(0.0) on the inputs named in `masked`): Maximum and Minimum take a
+    # masked step from the other input.
+    def add_masked(name, layer, inputs, masked):
+        symbols = [keras.Input(t.shape[1:]) for t in inputs]
+        merged = layer([layers.Masking(0.0)(s) if i in masked else s for i, s in enumerate(symbols)])
+        out = keras.Model(symbols, merged).predict(inputs, verbose=0)
+        cases.append({"name": name, "class_name": type(layer).__name__, "config": layer.get_config(), "masked": masked,
+                      "inputs": [{"shape": list(t.shape), "values": flat(t)} for t in inputs],
+                      "output": {"shape": list(np.asarray(out).shape), "values": flat(out)}})
+
+    pa, pb, pc = (t.copy() for t in (a, b, c))
+    pa[0, 1] = 0.0
+    pa[1, 2] = 0.0
+    pb[0, 2] = 0.0
+    pb[1, 2] = 0.0
+    pc[1, 0] = 0.0
+    add_masked("maximum_masked", layers.Maximum(), [pa, pb], [0, 1])
+    add_masked("minimum_masked", layers.Minimum(), [pa, pb, pc], [0, 1, 2])
+    add_masked("maximum_one_masked", layers.Maximum(), [pa, pb, pc], [0, 2])
     return {"cases": cases}
 
 
