@@ -31,7 +31,8 @@ LayerRef Masking(double mask_value = 0.0, const std::string& name = "");
 LayerRef Add(const std::string& name = "");
 LayerRef Multiply(const std::string& name = "");
 // Keras's other merges, under the same rules: Subtract takes exactly two inputs (a − b); Average is
-// their mean; Maximum and Minimum the elementwise max / min.
+// their mean; Maximum and Minimum the elementwise max / min (a masked step of one input is taken
+// from the other, as Keras does).
 LayerRef Subtract(const std::string& name = "");
 LayerRef Average(const std::string& name = "");
 LayerRef Maximum(const std::string& name = "");
