@@ -1,5 +1,5 @@
-// Add and Multiply: elementwise merges of a list of inputs. They differ only in the op, so they
-// share one class.
+// Keras's elementwise merges of a list of inputs: Add, Multiply, Subtract, Average, Maximum and
+// Minimum. They differ only in how the inputs combine, so they share one class.
 #include "layer_base/call_context.h"
 #include "layers/config.h"
 #include "layers/fields.h"
@@ -11,6 +11,24 @@ namespace tandem::layers {
 
 namespace {
 using MergeOp = graph::Value (*)(graph::Graph&, graph::Value, graph::Value);
+
+// One merge class: its op folded over the inputs left to right, as Keras's _merge_function.
+struct MergeKind {
+  const char* cls;     // Keras's class name
+  const char* prefix;  // automatic names
+  MergeOp op;
+  bool average = false;   // divide the sum by the input count (Average)
+  bool two_only = false;  // exactly two inputs (Subtract)
+  // Maximum and Minimum, which have no identity element: Keras takes a masked step of either side
+  // from the other side before the op (base_merge's _apply_merge_op_and_or_mask).
+  bool fill_masked = false;
+};
+constexpr MergeKind kAdd{"Add", "add", ops::add};
+constexpr MergeKind kMultiply{"Multiply", "multiply", ops::mul};
+constexpr MergeKind kSubtract{"Subtract", "subtract", ops::sub, false, true};
+constexpr MergeKind kAverage{"Average", "average", ops::add, true};
+constexpr MergeKind kMaximum{"Maximum", "maximum", ops::maximum, false, false, true};
+constexpr MergeKind kMinimum{"Minimum", "minimum", ops::minimum, false, false, true};
 
 std::string shapes_str(const std::vector<Shape>& shapes) {
   std::string s;
@@ -27,11 +45,10 @@ const Fields<MergeArgs> kFields{};
 
 class ElementwiseMerge : public Layer {
  public:
-  ElementwiseMerge(std::string cls, const char* prefix, MergeOp op, MergeArgs a)
-      : Layer(prefix, a.name), class_name_(std::move(cls)), op_(op), args_(std::move(a)) {
+  ElementwiseMerge(const MergeKind& kind, MergeArgs a) : Layer(kind.prefix, a.name), kind_(kind), args_(std::move(a)) {
     kFields.check(who(), args_);
   }
-  std::string class_name() const override { return class_name_; }
+  std::string class_name() const override { return kind_.cls; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
   bool supports_masking() const override { return true; }
   // Keras's merge layers: a step counts where it counts in any input (logical or); if some input
@@ -49,6 +66,8 @@ class ElementwiseMerge : public Layer {
 
   void build(const std::vector<Shape>& in) override {
     if (in.empty()) throw ValueError(who() + ": expected a list of at least one input, got none");
+    if (kind_.two_only && in.size() != 2)
+      throw ValueError(who() + ": a Subtract layer takes exactly 2 inputs, got " + std::to_string(in.size()));
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {
@@ -67,28 +86,64 @@ class ElementwiseMerge : public Layer {
                          "; they must be equal or broadcast (a dimension of 1)");
       }
     }
+    if (kind_.fill_masked) return fold_masked(ctx, inputs);
     graph::Value y = inputs[0];
-    for (std::size_t i = 1; i < inputs.size(); ++i) y = op_(ctx.g, y, inputs[i]);
+    for (std::size_t i = 1; i < inputs.size(); ++i) y = kind_.op(ctx.g, y, inputs[i]);
+    // Keras divides by the count (output / len(inputs)), not multiplies by its inverse.
+    if (kind_.average) y = ops::div(ctx.g, y, ops::fill(ctx.g, {Shape{}, dtype}, static_cast<double>(inputs.size())));
     return y;
   }
 
  private:
-  std::string class_name_;
-  MergeOp op_;
+  // Keras's fold for Maximum and Minimum with masks (each (batch, steps), broadcast over the
+  // features): x = where(mask_x, x, y); y = where(mask_y, y, x); y = op(y, x); the running mask is
+  // the or of both while every input so far has one.
+  graph::Value fold_masked(CallContext& ctx, const std::vector<graph::Value>& inputs) const {
+    graph::Graph& g = ctx.g;
+    auto expanded = [&](std::size_t i) -> graph::Value {
+      graph::Value m = ctx.input_mask(i);
+      if (!m.valid()) return m;
+      const TensorType t = g.type(inputs[i]);
+      std::vector<int64_t> dims = g.type(m).shape.dims();
+      while (static_cast<int>(dims.size()) < t.shape.rank()) dims.push_back(1);
+      return ops::broadcast_to(g, ops::reshape(g, ops::cast(g, m, t.dtype), Shape(dims)), t.shape);
+    };
+    graph::Value y = inputs[0], y_mask = expanded(0);
+    for (std::size_t i = 1; i < inputs.size(); ++i) {
+      graph::Value x = inputs[i];
+      const graph::Value mask = expanded(i);
+      if (mask.valid()) x = ops::where(g, mask, x, y);
+      if (y_mask.valid()) y = ops::where(g, y_mask, y, x);
+      y_mask = mask.valid() && y_mask.valid() ? ops::maximum(g, y_mask, mask) : graph::Value{};
+      y = kind_.op(g, y, x);
+    }
+    return y;
+  }
+
+  const MergeKind& kind_;
   MergeArgs args_;
 };
 
-const RegisterLayer registered_add("Add", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  return std::make_shared<ElementwiseMerge>("Add", "add", ops::add, kFields.read(c, {.name = c.name()}));
-});
-const RegisterLayer registered_multiply("Multiply", [](const ConfigReader& c) -> std::shared_ptr<Layer> {
-  return std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, kFields.read(c, {.name = c.name()}));
-});
+ConfigFactory factory(const MergeKind& kind) {
+  return [&kind](const ConfigReader& c) -> std::shared_ptr<Layer> {
+    return std::make_shared<ElementwiseMerge>(kind, kFields.read(c, {.name = c.name()}));
+  };
+}
+const RegisterLayer registered_add("Add", factory(kAdd));
+const RegisterLayer registered_multiply("Multiply", factory(kMultiply));
+const RegisterLayer registered_subtract("Subtract", factory(kSubtract));
+const RegisterLayer registered_average("Average", factory(kAverage));
+const RegisterLayer registered_maximum("Maximum", factory(kMaximum));
+const RegisterLayer registered_minimum("Minimum", factory(kMinimum));
+
+LayerRef make(const MergeKind& kind, const std::string& name) { return LayerRef(std::make_shared<ElementwiseMerge>(kind, MergeArgs{name})); }
 }  // namespace
 
-LayerRef Add(const std::string& name) { return LayerRef(std::make_shared<ElementwiseMerge>("Add", "add", ops::add, MergeArgs{name})); }
-LayerRef Multiply(const std::string& name) {
-  return LayerRef(std::make_shared<ElementwiseMerge>("Multiply", "multiply", ops::mul, MergeArgs{name}));
-}
+LayerRef Add(const std::string& name) { return make(kAdd, name); }
+LayerRef Multiply(const std::string& name) { return make(kMultiply, name); }
+LayerRef Subtract(const std::string& name) { return make(kSubtract, name); }
+LayerRef Average(const std::string& name) { return make(kAverage, name); }
+LayerRef Maximum(const std::string& name) { return make(kMaximum, name); }
+LayerRef Minimum(const std::string& name) { return make(kMinimum, name); }
 
 }  // namespace tandem::layers

@@ -29,6 +29,7 @@ GlobalMaxPooling2D):
       never compiled. Keras saves `.keras` and `.h5`; Tandem loads both and predicts within 1e-5 of
       Keras; Tandem trains one batch (the compiled one) and saves a `.keras`, which Keras loads
       without warnings (compiled or not, as saved) and predicts within 1e-5 of Tandem.
+  (g) Adamax's state in a .weights.h5 Tandem wrote loads in Keras (see adamax_checks).
 
 Keras runs on the JAX CPU backend, installed from PyPI into a virtual environment under the build
 folder on first use. Usage (after building keras_interop_tool):
@@ -408,6 +409,43 @@ def predict_only_checks(build: Path, work: Path) -> bool:
     return ok
 
 
+def adamax_checks(build: Path, work: Path) -> bool:
+    """(g): Tandem trains Keras's MLP 3 steps with Adamax (tests/data/training_refs.json) and saves a
+    .weights.h5; Keras loads it into the same model with Adamax built and has Keras's own weights and
+    optimizer variables after those steps (momentum and norm per weight), then takes Keras's 4th step."""
+    import keras
+    import numpy as np
+
+    refs = json.loads((ROOT / "tests" / "data" / "training_refs.json").read_text())["adamax"]
+    (work / "adamax_data.json").write_text(json.dumps({k: refs[k] for k in ("x", "y", "init")}))
+    if subprocess.call([str(build / "keras_interop_tool"), "adamax", str(work)]) != 0:
+        print("Tandem cannot train the Adamax MLP -> FAIL")
+        return False
+    inp = keras.Input((4,))
+    model = keras.Model(inp, keras.layers.Dense(3)(keras.layers.Dense(5, activation="relu")(inp)))
+    model.compile(optimizer=keras.optimizers.Adamax(learning_rate=0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.optimizer.build(model.trainable_variables)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.load_weights(work / "adamax_from_tandem.weights.h5")
+    ok = not caught
+    for w in caught:
+        print(f"  warning from Keras: {w.message}")
+    weights = max(float(np.max(np.abs(np.asarray(w).reshape(-1) - np.asarray(r)))) for w, r in zip(model.get_weights(), refs["final"]))
+    state = max(float(np.max(np.abs(np.asarray(v).reshape(-1) - np.asarray(r["values"]))))
+                for v, r in zip(model.optimizer.variables, refs["optimizer_variables"]))
+    names = [v.name for v in model.optimizer.variables] == [r["name"] for r in refs["optimizer_variables"]]
+    x = np.asarray(refs["x"], dtype="float32").reshape(8, 4)
+    y = np.asarray(refs["y"], dtype="int32")
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    after = max(float(np.max(np.abs(np.asarray(w).reshape(-1) - np.asarray(r)))) for w, r in zip(model.get_weights(), refs["after_fourth"]))
+    good = weights <= TOLERANCE and state <= TOLERANCE and after <= TOLERANCE and names
+    print(f"adamax: Keras reads Tandem's .weights.h5: max |weights - Keras's| = {weights:.2e}, "
+          f"max |optimizer variables - Keras's| = {state:.2e}, next step {after:.2e} -> {'ok' if good and ok else 'FAIL'}")
+    return good and ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=str(ROOT / "build"), help="the CMake build folder (default: build)")
@@ -423,6 +461,7 @@ def main():
     ok &= archive_checks(build, build / "keras-interop")
     ok &= multi_io_checks(build, build / "keras-interop")
     ok &= predict_only_checks(build, build / "keras-interop")
+    ok &= adamax_checks(build, build / "keras-interop")
     print("Keras interop: " + ("PASSED" if ok else "FAILED"))
     sys.exit(0 if ok else 1)
 

@@ -25,6 +25,9 @@
 //                                  DIR/multi_io.keras (inputs and targets in DIR/multi_io_data.json):
 //                                  predict, train one epoch, save DIR/multi_io_from_tandem.keras,
 //                                  predict; in DIR/multi_io_tandem.json
+//   keras_interop_tool adamax DIR    an MLP (4 -> 5 relu -> 3) from the weights and data in
+//                                  DIR/adamax_data.json trains 3 full-batch steps with Adamax(0.01) and
+//                                  saves DIR/adamax_from_tandem.weights.h5 (weights and Adamax's state)
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -254,8 +257,32 @@ void multi_io(const std::string& dir) {
 
 }  // namespace
 
+// "adamax": Keras's MLP and its data as tests/data/training_refs.json gives them (the script copies
+// them into DIR/adamax_data.json).
+void adamax(const std::string& dir) {
+  std::ifstream in(dir + "/adamax_data.json");
+  if (!in) throw tandem::Error("cannot read " + dir + "/adamax_data.json");
+  const json d = json::parse(in);
+  auto floats = [](const json& values, Shape shape) {
+    std::vector<float> v;
+    for (const auto& x : values) v.push_back(x.get<float>());
+    return Tensor::from(std::move(shape), std::span<const float>(v));
+  };
+  std::vector<int32_t> y;
+  for (const auto& v : d["y"]) y.push_back(v.get<int32_t>());
+  auto x = tandem::Input({4});
+  tandem::Model model(x, tl::Dense(3, "", {.name = "dense_1"})(tl::Dense(5, "relu", {.name = "dense"})(x)));
+  const Shape shapes[] = {{4, 5}, {5}, {5, 3}, {3}};
+  std::vector<Tensor> init;
+  for (std::size_t i = 0; i < 4; ++i) init.push_back(floats(d["init"][i], shapes[i]));
+  model.set_weights(init);
+  model.compile({.optimizer = tandem::optimizers::Adamax(0.01), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  model.fit(floats(d["x"], {8, 4}), Tensor::from({8}, std::span<const int32_t>(y)), {.epochs = 3, .batch_size = 8, .shuffle = false, .verbose = 0});
+  model.save_weights(dir + "/adamax_from_tandem.weights.h5");
+}
+
 int main(int argc, char** argv) {
-  const std::string usage = "usage: keras_interop_tool write|read|multi_io DIR, or archives|predict DIR MODEL...";
+  const std::string usage = "usage: keras_interop_tool write|read|multi_io|adamax DIR, or archives|predict DIR MODEL...";
   if (argc < 3) {
     std::cerr << usage << "\n";
     return 2;
@@ -267,6 +294,7 @@ int main(int argc, char** argv) {
     else if (command == "archives") archives(argv[2], std::vector<std::string>(argv + 3, argv + argc));
     else if (command == "predict") predict(argv[2], std::vector<std::string>(argv + 3, argv + argc));
     else if (command == "multi_io") multi_io(argv[2]);
+    else if (command == "adamax") adamax(argv[2]);
     else throw tandem::Error(usage);
   } catch (const std::exception& e) {
     std::cerr << "keras_interop_tool: " << e.what() << "\n";

@@ -294,6 +294,7 @@ TEST_CASE("cuda: every optimizer, with weight decay and clipping, updates as on 
       {"Adagrad", [] { return opt::Adagrad(0.05); }},
       {"Nadam", [] { return opt::Nadam(0.01); }},
       {"Lion", [] { return opt::Lion(0.001, {.weight_decay = 0.01}); }},
+      {"Adamax", [] { return opt::Adamax(0.01, {.weight_decay = 0.01}); }},
       {"Adam + global_clipnorm", [] { return opt::Adam(0.01, {.clipping = {.global_clipnorm = 0.5}}); }},
       {"SGD + clipvalue", [] { return opt::SGD(0.1, {.clipping = {.clipvalue = 0.01}}); }},
   };
@@ -303,10 +304,11 @@ TEST_CASE("cuda: every optimizer, with weight decay and clipping, updates as on 
   }
 }
 
-TEST_CASE("cuda: precision, recall, AUC and top-k accuracy evaluate on gpu:0 as on the CPU") {
+TEST_CASE("cuda: precision, recall, AUC, top-k accuracy and MeanIoU evaluate on gpu:0 as on the CPU") {
   if (skip_without_gpu()) return;
   SUBCASE("three classes") {
-    const std::vector<std::string> metrics{"accuracy", "sparse_top_k_categorical_accuracy"};
+    const std::vector<std::string> metrics{"accuracy", "sparse_top_k_categorical_accuracy",
+                                           tandem::metrics::MeanIoU(3, {.sparse_y_pred = false, .name = "cuda_mean_io_u"})};
     check_same(train_mlp("gpu:0", DType::F64, tandem::optimizers::SGD(0.1), metrics), train_mlp("cpu:0", DType::F64, tandem::optimizers::SGD(0.1), metrics), 1e-10);
   }
   SUBCASE("binary") {

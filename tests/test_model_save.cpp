@@ -412,6 +412,7 @@ TEST_CASE("model save: training continues in a separate program exactly as in on
 
 TEST_CASE("model save: every registered layer class rebuilds from its config") {
   tandem::set_random_seed(1);
+  tl::register_lambda("model_save_identity", [](const std::vector<tandem::Symbol>& in) { return in[0]; });
   const std::vector<tandem::LayerRef> all = {
       tl::Dense(3, "sigmoid", {.use_bias = false, .kernel_initializer = "lecun_uniform", .name = "d"}),
       tl::Flatten(),
@@ -430,6 +431,12 @@ TEST_CASE("model save: every registered layer class rebuilds from its config") {
       tl::Add(),
       tl::Multiply(),
       tl::Concatenate({.axis = -2}),
+      tl::Subtract(),
+      tl::Average(),
+      tl::Maximum(),
+      tl::Minimum(),
+      tl::Dot({1, 2}, {.normalize = true}),
+      tl::Lambda("model_save_identity", {.output_shape = tandem::Shape{3, 2}}),
       tl::MultiHeadAttention(3, 2, {.use_bias = false, .output_shape = {2, 3}}),
       tl::PositionEmbedding(9),
       tl::Conv2D(2, {1, 3}, {.padding = "same", .dilation_rate = 2, .bias_initializer = "normal"}),

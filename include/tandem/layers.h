@@ -33,6 +33,7 @@ LayerRef InputLayer(Shape shape, const std::string& name = "");
 #include "tandem/layers/attention.h"
 #include "tandem/layers/augmentation.h"
 #include "tandem/layers/conv.h"
+#include "tandem/layers/lambda.h"
 #include "tandem/layers/normalization.h"
 #include "tandem/layers/preprocessing.h"
 #include "tandem/layers/recurrent.h"

@@ -33,14 +33,27 @@ using LossPtr = std::shared_ptr<Loss>;
 
 namespace losses {
 
-struct CrossentropyOptions { bool from_logits = false; };
+// label_smoothing (CategoricalCrossentropy, BinaryCrossentropy; Keras's): targets become
+// t·(1 − ls) + ls/classes (categorical) or t·(1 − ls) + ls/2 (binary) before the loss. The sparse
+// loss takes none (ValueError otherwise), as in Keras.
+struct CrossentropyOptions { bool from_logits = false; double label_smoothing = 0.0; };
 
 LossPtr SparseCategoricalCrossentropy(const CrossentropyOptions& options = {});
 LossPtr CategoricalCrossentropy(const CrossentropyOptions& options = {});
 LossPtr BinaryCrossentropy(const CrossentropyOptions& options = {});
 LossPtr MeanSquaredError();
 LossPtr MeanAbsoluteError();
-// Keras's string names ("sparse_categorical_crossentropy", "mse", ...) and the names given to
+// Keras's regression and probabilistic losses, each per sample over the last axis (Keras's formulas):
+//   Huber         mean of ½e² where |e| ≤ delta, delta·|e| − ½delta² beyond (e = pred − target)
+//   LogCosh       mean of log(cosh(pred − target))
+//   Poisson       mean of pred − target·log(pred + 1e-7)
+//   KLDivergence  sum of t·log(t/p), target t and pred p clipped to [1e-7, 1]
+LossPtr Huber(double delta = 1.0);
+LossPtr LogCosh();
+LossPtr Poisson();
+LossPtr KLDivergence();
+// Keras's string names ("sparse_categorical_crossentropy", "mse", "huber", "log_cosh", "poisson",
+// "kl_divergence", "kld", ...) and the names given to
 // register_loss; ValueError otherwise.
 LossPtr get(const std::string& name);
 

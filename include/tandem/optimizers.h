@@ -122,6 +122,7 @@ struct AdamWOptions { double weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999,
 struct RMSpropOptions { double rho = 0.9, momentum = 0.0, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
 struct AdagradOptions { double initial_accumulator_value = 0.1, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
 struct NadamOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
+struct AdamaxOptions { double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
 struct LionOptions { double beta_1 = 0.9, beta_2 = 0.99; std::optional<double> weight_decay{}; GradientClipping clipping{}; };
 
 OptimizerPtr SGD(const LearningRate& learning_rate = 0.01, const SGDOptions& options = {});
@@ -131,7 +132,10 @@ OptimizerPtr RMSprop(const LearningRate& learning_rate = 0.001, const RMSpropOpt
 OptimizerPtr Adagrad(const LearningRate& learning_rate = 0.001, const AdagradOptions& options = {});
 OptimizerPtr Nadam(const LearningRate& learning_rate = 0.001, const NadamOptions& options = {});
 OptimizerPtr Lion(const LearningRate& learning_rate = 0.001, const LionOptions& options = {});
-// "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "lion" with default arguments; ValueError
+// Adamax (Keras's): m += (g − m)(1 − β₁); u = max(β₂·u, |g|); w −= lr·m / ((1 − β₁ᵗ)(u + ε)), with
+// the slots "momentum" and "norm" as Keras names them.
+OptimizerPtr Adamax(const LearningRate& learning_rate = 0.001, const AdamaxOptions& options = {});
+// "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "lion", "adamax" with default arguments; ValueError
 // for other names.
 OptimizerPtr get(const std::string& name);
 

@@ -81,6 +81,56 @@ struct Absolute {
   template <class T> TANDEM_HD T d_target(T p, T t) const { return -d_pred(p, t); }
 };
 
+// Keras's Huber: ½e² where |e| ≤ δ, δ·|e| − ½δ² beyond, for e = p − t.
+struct Huber {
+  double delta;
+  template <class T> TANDEM_HD T loss(T p, T t) const {
+    const T e = p - t, a = std::abs(e), d = static_cast<T>(delta), half = T(0.5);
+    return a <= d ? half * (e * e) : d * a - half * (d * d);
+  }
+  template <class T> TANDEM_HD T d_pred(T p, T t) const {
+    const T e = p - t, d = static_cast<T>(delta);
+    return std::abs(e) <= d ? e : (e > T(0) ? d : -d);
+  }
+  template <class T> TANDEM_HD T d_target(T p, T t) const { return -d_pred(p, t); }
+};
+// Keras's log_cosh: x + softplus(−2x) − log 2 for x = p − t (no overflow for large |x|); its
+// derivative is tanh(x).
+struct LogCosh {
+  template <class T> TANDEM_HD T loss(T p, T t) const {
+    const T x = p - t, z = T(-2) * x;
+    const T softplus = std::log1p(std::exp(-std::abs(z))) + larger(z, T(0));
+    return x + softplus - static_cast<T>(0.69314718055994530942);
+  }
+  template <class T> TANDEM_HD T d_pred(T p, T t) const { return std::tanh(p - t); }
+  template <class T> TANDEM_HD T d_target(T p, T t) const { return -std::tanh(p - t); }
+};
+// Keras's poisson: p − t·log(p + ε).
+struct Poisson {
+  template <class T> TANDEM_HD T loss(T p, T t) const { return p - t * std::log(p + T(kEpsilon)); }
+  template <class T> TANDEM_HD T d_pred(T p, T t) const { return T(1) - t / (p + T(kEpsilon)); }
+  template <class T> TANDEM_HD T d_target(T p, T) const { return -std::log(p + T(kEpsilon)); }
+};
+// Keras's kl_divergence: t·log(t/p) with both clipped to [ε, 1], summed (not averaged) over the
+// row. The clip passes no gradient where it binds.
+struct KlDivergence {
+  template <class T> TANDEM_HD static T clipped(T v) { return clip(v, T(kEpsilon), T(1)); }
+  template <class T> TANDEM_HD static bool inside(T v) { return v > T(kEpsilon) && v < T(1); }
+  template <class T> TANDEM_HD T loss(T p, T t) const {
+    const T tc = clipped(t);
+    return tc * std::log(tc / clipped(p));
+  }
+  template <class T> TANDEM_HD T d_pred(T p, T t) const { return inside(p) ? -clipped(t) / p : T(0); }
+  template <class T> TANDEM_HD T d_target(T p, T t) const {
+    return inside(t) ? std::log(t / clipped(p)) + T(1) : T(0);
+  }
+};
+
+// The row's value from the sum of its c element losses: their mean, but KL divergence's sum.
+template <class L> inline constexpr bool kSumsRow = false;
+template <> inline constexpr bool kSumsRow<KlDivergence> = true;
+template <class L, class T> TANDEM_HD T row_divisor(int64_t c) { return kSumsRow<L> ? T(1) : T(c); }
+
 // Threshold i of confusion_counts' `count`: the attr `single` for one threshold, else Keras's AUC
 // thresholds −1e-7, i/(count − 1) for i = 1 … count − 2, 1 + 1e-7.
 template <class T> TANDEM_HD T confusion_threshold(int64_t i, int64_t count, double single) {

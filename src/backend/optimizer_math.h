@@ -90,6 +90,24 @@ TANDEM_HD void nadam_step(T& w, T& m, T& v, const T& g, T c_m, T c_g, T c_v, T l
   w -= lr * m_hat / (std::sqrt(v * c_v) + eps);
 }
 
+// Adamax: the bias correction 1 − β₁ᵗ in the variable's dtype, as Keras computes it.
+template <class T>
+struct AdamaxCoefficients {
+  T lr, correction, c1, b2;  // lr, 1 − β₁ᵗ, 1 − β₁, β₂
+};
+template <class T>
+TANDEM_HD AdamaxCoefficients<T> adamax_coefficients(float learning_rate, int64_t iteration, double b1, double b2) {
+  const T power = static_cast<T>(std::pow(static_cast<T>(b1), static_cast<T>(iteration + 1)));
+  return {static_cast<T>(learning_rate), T(1) - power, static_cast<T>(1 - b1), static_cast<T>(b2)};
+}
+template <class T>
+TANDEM_HD void adamax_step(T& w, T& m, T& u, const T& g, T lr, T correction, T c1, T b2, T eps) {
+  m += (g - m) * c1;
+  const T decayed = b2 * u, magnitude = std::abs(g);
+  u = decayed < magnitude ? magnitude : decayed;  // max(β₂·u, |g|)
+  w -= (lr * m) / (correction * (u + eps));
+}
+
 template <class T>
 TANDEM_HD void lion_step(T& w, T& m, const T& g, T lr, T b1, T b2) {
   const T c = b1 * m + (T(1) - b1) * g;

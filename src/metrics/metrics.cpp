@@ -5,6 +5,7 @@
 
 #include "core/registry.h"
 #include "layer_base/symbol.h"
+#include "metrics/stateful.h"
 #include "ops/ops.h"
 #include "tandem/errors.h"
 #include "tandem/metrics.h"
@@ -58,14 +59,26 @@ double roc_auc(std::span<const double> s) {
 }
 }  // namespace
 
+bool is_built_in(const std::string& name) {
+  if (name == "accuracy" || name == "acc" || name == "mean_absolute_error" || name == "mean_squared_error") return true;
+  for (const char* known : kBuiltIn)
+    if (name == known) return true;
+  return false;
+}
+
 void check(const std::string& name, const Loss& loss) {
   const std::string r = resolve(name, loss);
   for (const char* known : kBuiltIn)
     if (r == known) return;
   if (registry().find(r)) return;
+  if (const StatefulPtr m = find_stateful(r)) {
+    if (const std::string why = m->fit_refusal(); !why.empty())
+      throw ValueError("compile: metric \"" + name + "\" (" + m->class_name() + "): " + why);
+    return;
+  }
   std::string list = "accuracy";
   for (const char* known : kBuiltIn) list.append(", ").append(known);
-  throw ValueError("compile: unknown metric '" + name + "'; expected one of " + list + ", or a name given to metrics::register_metric");
+  throw ValueError("compile: unknown metric '" + name + "'; expected one of " + list + ", a name given to metrics::register_metric, or a metric made with metrics::F1Score, R2Score or MeanIoU");
 }
 
 Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target, graph::Value mask) {
@@ -93,6 +106,12 @@ Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::
     return {ops::in_top_k(g, pred, ops::is_float(t.dtype) ? ops::cast(g, ids, DType::I64) : ids, kTopK)};
   }
   if (r == "top_k_categorical_accuracy") return {ops::in_top_k(g, pred, ops::argmax(g, target), kTopK)};
+  if (const StatefulPtr m = find_stateful(r)) {
+    if (mask.valid())
+      throw ValueError("metric \"" + name + "\" (" + m->class_name() + "): the output carries a mask; " + m->class_name() +
+                       " takes (batch, classes) outputs without one");
+    return {m->counts(g, pred, target, {}), false};
+  }
   const MetricFn* fn = registry().find(r);
   if (!fn) throw ValueError("unknown metric '" + name + "'");
   TraceScope scope(g, nullptr, nullptr, "metric \"" + r + "\"");
@@ -104,8 +123,9 @@ Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::
   return {per};
 }
 
-std::size_t sums(const std::string& name, const Loss& loss) {
+std::size_t sums(const std::string& name, const Loss& loss, const Shape& output) {
   const std::string r = resolve(name, loss);
+  if (const StatefulPtr m = find_stateful(r)) return m->sums(output);
   if (r == "precision" || r == "recall") return 4;
   if (r == "auc") return 2 * kAucThresholds + 2;
   return 1;
@@ -117,6 +137,7 @@ double result(const std::string& name, const Loss& loss, std::span<const double>
   if (r == "precision") return s[0] + s[1] > 0 ? s[0] / (s[0] + s[1]) : 0.0;
   if (r == "recall") return s[2] > 0 ? s[0] / s[2] : 0.0;
   if (r == "auc") return roc_auc(s);
+  if (const StatefulPtr m = find_stateful(r)) return m->result(s, rows).at(0);
   return rows ? s[0] / double(rows) : 0.0;
 }
 
@@ -125,6 +146,7 @@ void register_metric(const std::string& name, MetricFn fn, std::source_location 
   if (!fn) throw ValueError("register_metric(\"" + name + "\"): the function is empty");
   for (const char* known : kBuiltIn)
     if (name == known || name == "accuracy") throw ValueError("register_metric: \"" + name + "\" is a built-in metric's name; choose another");
+  if (find_stateful(name)) throw ValueError("register_metric: \"" + name + "\" names a metric made with F1Score, R2Score or MeanIoU; choose another");
   registry().add(name, std::move(fn), where);
 }
 

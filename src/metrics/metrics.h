@@ -12,6 +12,9 @@
 
 namespace tandem::metrics {
 
+// Whether `name` is a built-in metric's ("accuracy", "mae", ...), which other metrics cannot take.
+bool is_built_in(const std::string& name);
+
 // Checks a metric name against the loss ("accuracy" resolves by the loss); ValueError if unknown.
 void check(const std::string& name, const Loss& loss);
 
@@ -27,8 +30,8 @@ struct Emitted {
 Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::Value pred, graph::Value target,
              graph::Value mask = {});
 
-// How many sums the metric keeps: 1 for a mean.
-std::size_t sums(const std::string& name, const Loss& loss);
+// How many sums the metric keeps for an output of this shape (batch -1): 1 for a mean.
+std::size_t sums(const std::string& name, const Loss& loss, const Shape& output);
 // The metric's value from its sums over `rows` rows.
 double result(const std::string& name, const Loss& loss, std::span<const double> sums, int64_t rows);
 

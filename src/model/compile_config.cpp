@@ -2,6 +2,7 @@
 // clipping), the loss and the metrics, in a legacy `.h5` file's training_config or a `.keras`
 // archive's compile_config, and the optimizer and loss rebuilt from them.
 #include "config/config_reader.h"
+#include "metrics/stateful.h"
 #include "model/model_config.h"
 #include "tandem/errors.h"
 #include "tandem/losses.h"
@@ -18,12 +19,17 @@ struct ClassName {
   const char* cls;   // Keras's
 };
 constexpr ClassName kOptimizers[] = {{"sgd", "SGD"},         {"adam", "Adam"},   {"adamw", "AdamW"}, {"rmsprop", "RMSprop"},
-                                     {"adagrad", "Adagrad"}, {"nadam", "Nadam"}, {"lion", "Lion"}};
+                                     {"adagrad", "Adagrad"}, {"nadam", "Nadam"}, {"lion", "Lion"},
+                                     {"adamax", "Adamax"}};
 constexpr ClassName kLosses[] = {{"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
                                  {"categorical_crossentropy", "CategoricalCrossentropy"},
                                  {"binary_crossentropy", "BinaryCrossentropy"},
                                  {"mean_squared_error", "MeanSquaredError"},
-                                 {"mean_absolute_error", "MeanAbsoluteError"}};
+                                 {"mean_absolute_error", "MeanAbsoluteError"},
+                                 {"huber_loss", "Huber"},
+                                 {"log_cosh", "LogCosh"},
+                                 {"poisson", "Poisson"},
+                                 {"kl_divergence", "KLDivergence"}};
 
 template <std::size_t N>
 std::string class_of(const ClassName (&table)[N], const std::string& name) {
@@ -131,6 +137,11 @@ OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
     return optimizers::Nadam(learning_rate_from(c, 0.001),
                              {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), weight_decay, clipping});
   }
+  if (cls == "Adamax") {
+    const optimizers::AdamaxOptions d;
+    return optimizers::Adamax(learning_rate_from(c, 0.001),
+                              {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), c.number("epsilon", d.epsilon), weight_decay, clipping});
+  }
   if (cls == "Lion") {
     const optimizers::LionOptions d;
     return optimizers::Lion(learning_rate_from(c, 0.001), {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), weight_decay, clipping});
@@ -153,14 +164,17 @@ LossPtr loss_of_class(const std::string& cls, const ConfigReader& c) {
   c.value("name");
   c.expect("reduction", "sum_over_batch_size");
   c.expect_null({"ignore_class"});
-  c.expect("label_smoothing", 0.0);
   c.expect("axis", -1);
-  const losses::CrossentropyOptions o{.from_logits = c.boolean("from_logits", false)};
+  const losses::CrossentropyOptions o{.from_logits = c.boolean("from_logits", false), .label_smoothing = c.number("label_smoothing", 0.0)};
   if (cls == "SparseCategoricalCrossentropy") return losses::SparseCategoricalCrossentropy(o);
   if (cls == "CategoricalCrossentropy") return losses::CategoricalCrossentropy(o);
   if (cls == "BinaryCrossentropy") return losses::BinaryCrossentropy(o);
   if (cls == "MeanSquaredError") return losses::MeanSquaredError();
   if (cls == "MeanAbsoluteError") return losses::MeanAbsoluteError();
+  if (cls == "Huber") return losses::Huber(c.number("delta", 1.0));  // Keras writes no delta: its 1.0
+  if (cls == "LogCosh") return losses::LogCosh();
+  if (cls == "Poisson") return losses::Poisson();
+  if (cls == "KLDivergence") return losses::KLDivergence();
   throw ValueError("training_config: unknown loss class \"" + cls + "\"; expected one of " + class_list(kLosses));
 }
 
@@ -178,16 +192,26 @@ Json compile_config(const CompileSettings& s, ConfigForm form) {
     const std::string cls = class_of(kLosses, l->name());
     return cls == l->name() ? Json(l->name()) : object("keras.losses", cls, parse_object(l->config_json(), "loss \"" + l->name() + "\""));
   };
+  // A metric made with F1Score, R2Score or MeanIoU as Keras's metric object; others by name.
+  auto metric_list = [&](const std::vector<std::string>& names) {
+    Json list = Json::array();
+    for (const std::string& m : names) {
+      const metrics::StatefulPtr made = metrics::find_stateful(m);
+      list.push_back(made ? object("keras.metrics", made->class_name(), made->config()) : Json(m));
+    }
+    return list;
+  };
   // One output as Keras writes a single-output model; several as lists, one entry per output.
   Json loss, metrics, weights = nullptr;
   if (s.losses.size() == 1) {
     loss = loss_json(s.losses[0]);
-    metrics = s.metrics.empty() ? Json::array() : Json(s.metrics[0]);
+    metrics = s.metrics.empty() ? Json::array() : metric_list(s.metrics[0]);
     if (s.loss_weights.size() == 1 && s.loss_weights[0] != 1.0) weights = s.loss_weights;
   } else {
     loss = Json::array();
     for (const LossPtr& l : s.losses) loss.push_back(loss_json(l));
-    metrics = s.metrics;
+    metrics = Json::array();
+    for (const std::vector<std::string>& per_output : s.metrics) metrics.push_back(metric_list(per_output));
     weights = s.loss_weights;
   }
   if (form == ConfigForm::hdf5)
@@ -214,11 +238,16 @@ CompileSettings compile_from_config(const Json& config) {
       s.loss_weights.push_back(v.get<double>());
     }
   }
-  // A list of names is for every output; a list of lists, one per output.
+  // A list of names (or Keras metric objects: F1Score, R2Score, MeanIoU) is for every output; a
+  // list of lists, one per output.
   auto names = [](const Json& list) {
     std::vector<std::string> out;
     if (!list.is_array()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(list.dump()));
     for (const Json& m : list) {
+      if (m.is_object()) {
+        out.push_back(metrics::stateful_from_config(m));
+        continue;
+      }
       if (!m.is_string()) throw ValueError("training_config: \"metrics\" must be a list of names, got " + shorten(list.dump()));
       out.push_back(m.get<std::string>());
     }

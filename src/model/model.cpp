@@ -115,7 +115,7 @@ std::vector<Model::Impl::MetricSlot> Model::Impl::metric_slots() const {
       slots.push_back({output_name(i).append("_loss"), "", losses[i], masked(i) ? 2u : 1u, masked(i)});
   for (std::size_t i = 0; i < outputs.size() && i < metrics.size(); ++i)
     for (const std::string& m : metrics[i]) {
-      const std::size_t sums = metrics::sums(m, *losses[i]);
+      const std::size_t sums = metrics::sums(m, *losses[i], outputs[i].shape());
       const bool mean_of_masked = masked(i) && sums == 1;  // others are refused when the step is made
       slots.push_back({several ? output_name(i).append("_").append(m) : m, m, losses[i], mean_of_masked ? 2u : sums, mean_of_masked});
     }

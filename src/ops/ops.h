@@ -63,6 +63,10 @@ Value cross_entropy(Graph& g, Value pred, Value target, bool sparse, bool from_l
 Value binary_cross_entropy(Graph& g, Value pred, Value target, bool from_logits);
 Value squared_error(Graph& g, Value pred, Value target);   // mean over the last axis
 Value absolute_error(Graph& g, Value pred, Value target);  // mean over the last axis
+Value huber(Graph& g, Value pred, Value target, double delta);  // mean over the last axis
+Value log_cosh(Graph& g, Value pred, Value target);        // mean over the last axis
+Value poisson(Graph& g, Value pred, Value target);         // mean over the last axis
+Value kl_divergence(Graph& g, Value pred, Value target);   // sum over the last axis
 
 // Inverted dropout whose mask depends only on (seed, step, global row index, column).
 // The graph is one micro-batch of a step: micro-batch j's rows are j × x's rows on (the kernel

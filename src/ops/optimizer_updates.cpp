@@ -57,6 +57,9 @@ REGISTER_OP(.name = "nadam_update", .infer = check_nadam_update, .writes_inputs 
 // nadam_u_product_update(u_product, iteration): u_product ·= μ of this step, after every
 // nadam_update that read it. Scalars only, so every device updates its whole copy (like increment).
 REGISTER_OP(.name = "nadam_u_product_update", .infer = check_scalar_state, .writes_inputs = {0}, .has_side_effects = true);
+// adamax_update(var, grad, lr, iteration, momentum, norm); attrs beta_1, beta_2, epsilon.
+REGISTER_OP(.name = "adamax_update", .infer = check_update, .writes_inputs = {0, 4, 5}, .has_side_effects = true,
+            .gradient_input = 1, .layout = update_layout);
 // lion_update(var, grad, lr, momentum); attrs beta_1, beta_2.
 REGISTER_OP(.name = "lion_update", .infer = check_update, .writes_inputs = {0, 3}, .has_side_effects = true,
             .gradient_input = 1, .layout = update_layout);

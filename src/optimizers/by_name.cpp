@@ -12,7 +12,8 @@ OptimizerPtr get(const std::string& name) {
   if (name == "adagrad") return Adagrad();
   if (name == "nadam") return Nadam();
   if (name == "lion") return Lion();
-  throw ValueError("compile: unknown optimizer '" + name + "'; expected one of sgd, adam, adamw, rmsprop, adagrad, nadam, lion");
+  if (name == "adamax") return Adamax();
+  throw ValueError("compile: unknown optimizer '" + name + "'; expected one of sgd, adam, adamw, rmsprop, adagrad, nadam, lion, adamax");
 }
 
 }  // namespace tandem::optimizers

@@ -557,5 +557,50 @@ def model(name):  # noqa: F811
 
 def data(name, m, rng, n):  # noqa: F811
     return preprocessing_data(name, m, rng, n) if name in PREPROCESSING_MODELS else _data_before_preprocessing(name, m, rng, n)
+
+
+# ---- Merges: Subtract, Average, Maximum, Minimum and Dot (predictions only) ----
+#   merge  two inputs a, b (3, 4): Subtract(a, b) = s, Average(a, b, s), Maximum(a, b), Minimum(a, s),
+#          Dot(axes=2) of the average and the maximum (3, 3), Dot(axes=(1, 1), normalize=True) of the
+#          minimum and a (4, 4), both flattened and concatenated -> Dense(3), trained with Adamax (its
+#          state then loads both ways); models.json holds x as the list [a, b]
+MERGE_MODELS = ["merge"]
+PREDICT_ONLY += MERGE_MODELS
+SEED_ORDER += MERGE_MODELS
+_model_before_merge, _data_before_merge = model, data
+LAYERS.update({
+    "subtract": lambda: layers.Subtract(),
+    "average": lambda: layers.Average(),
+    "maximum": lambda: layers.Maximum(),
+    "minimum": lambda: layers.Minimum(),
+    "dot": lambda: layers.Dot(axes=2),
+    "dot_pair_normalize": lambda: layers.Dot(axes=(1, 2), normalize=True),
+})
+
+
+def merge_model(name):
+    a, b = keras.Input((3, 4)), keras.Input((3, 4))
+    s = layers.Subtract()([a, b])
+    average = layers.Average()([a, b, s])
+    high = layers.Maximum()([a, b])
+    low = layers.Minimum()([a, s])
+    d1 = layers.Dot(axes=2)([average, high])
+    d2 = layers.Dot(axes=(1, 1), normalize=True)([low, a])
+    joined = layers.Concatenate()([layers.Flatten()(d1), layers.Flatten()(d2)])
+    m = keras.Model([a, b], layers.Dense(3)(joined), name=name)
+    m.compile(optimizer=keras.optimizers.Adamax(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def merge_data(name, m, rng, n):
+    return [rng.standard_normal((n, 3, 4)).astype("float32") for _ in range(2)], rng.integers(0, 3, size=(n,)).astype("int32")
+
+
+def model(name):  # noqa: F811
+    return merge_model(name) if name in MERGE_MODELS else _model_before_merge(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return merge_data(name, m, rng, n) if name in MERGE_MODELS else _data_before_merge(name, m, rng, n)
 if __name__ == "__main__":
     main(sys.argv[1:])

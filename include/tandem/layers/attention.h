@@ -30,6 +30,23 @@ LayerRef Masking(double mask_value = 0.0, const std::string& name = "");
 // (NumPy rules, like Keras's merge layers): called as Add()({a, b}).
 LayerRef Add(const std::string& name = "");
 LayerRef Multiply(const std::string& name = "");
+// Keras's other merges, under the same rules: Subtract takes exactly two inputs (a − b); Average is
+// their mean; Maximum and Minimum the elementwise max / min (a masked step of one input is taken
+// from the other, as Keras does).
+LayerRef Subtract(const std::string& name = "");
+LayerRef Average(const std::string& name = "");
+LayerRef Maximum(const std::string& name = "");
+LayerRef Minimum(const std::string& name = "");
+
+struct DotOptions {
+  bool normalize = false;  // L2-normalise both inputs along their axes first: cosine similarity
+  std::string name{};
+};
+// Keras's Dot on two inputs a (batch, ...) and b (batch, ...): the sum of a·b over axes[0] of a and
+// axes[1] of b (one number: the same axis of both), counting the batch axis as 0 (the batch axis
+// itself cannot be reduced) and negative from the end. The output keeps a's other axes, then b's,
+// as Keras's batch_dot; (batch, 1) when both inputs are (batch, n).
+LayerRef Dot(std::vector<int64_t> axes, const DotOptions& options = {});
 
 struct ConcatenateOptions {
   int64_t axis = -1;  // counts the batch axis, like Keras; the batch axis itself cannot be joined

@@ -99,7 +99,7 @@ KernelFn rowwise_loss(const KernelInit& k, L l) {
     for (int64_t r = 0; r < rows; ++r) {
       T acc = 0;
       for (int64_t j = 0; j < c; ++j) acc += l.template loss<T>(p[r * c + j], t[r * c + j]);
-      y[r] = acc / T(c);
+      y[r] = acc / loss::row_divisor<L, T>(c);
     }
   };
 }
@@ -116,7 +116,7 @@ KernelFn rowwise_grad(const KernelInit& k, L l) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < c; ++j) {
         const int64_t i = r * c + j;
-        d[i] = dy[r] / T(c) * (wrt_pred ? l.template d_pred<T>(p[i], t[i]) : l.template d_target<T>(p[i], t[i]));
+        d[i] = dy[r] / loss::row_divisor<L, T>(c) * (wrt_pred ? l.template d_pred<T>(p[i], t[i]) : l.template d_target<T>(p[i], t[i]));
       }
   };
 }
@@ -127,6 +127,14 @@ template <class T> KernelFn make_se(const KernelInit& k) { return rowwise_loss<T
 template <class T> KernelFn make_se_grad(const KernelInit& k) { return rowwise_grad<T>(k, Squared{}); }
 template <class T> KernelFn make_ae(const KernelInit& k) { return rowwise_loss<T>(k, Absolute{}); }
 template <class T> KernelFn make_ae_grad(const KernelInit& k) { return rowwise_grad<T>(k, Absolute{}); }
+template <class T> KernelFn make_huber(const KernelInit& k) { return rowwise_loss<T>(k, loss::Huber{k.node.attrs.f("delta")}); }
+template <class T> KernelFn make_huber_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::Huber{k.node.attrs.f("delta")}); }
+template <class T> KernelFn make_log_cosh(const KernelInit& k) { return rowwise_loss<T>(k, loss::LogCosh{}); }
+template <class T> KernelFn make_log_cosh_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::LogCosh{}); }
+template <class T> KernelFn make_poisson(const KernelInit& k) { return rowwise_loss<T>(k, loss::Poisson{}); }
+template <class T> KernelFn make_poisson_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::Poisson{}); }
+template <class T> KernelFn make_kld(const KernelInit& k) { return rowwise_loss<T>(k, loss::KlDivergence{}); }
+template <class T> KernelFn make_kld_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::KlDivergence{}); }
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("cross_entropy", make_cross_entropy);
@@ -137,5 +145,13 @@ REGISTER_CPU_FLOAT_KERNEL("squared_error", make_se);
 REGISTER_CPU_FLOAT_KERNEL("squared_error_grad", make_se_grad);
 REGISTER_CPU_FLOAT_KERNEL("absolute_error", make_ae);
 REGISTER_CPU_FLOAT_KERNEL("absolute_error_grad", make_ae_grad);
+REGISTER_CPU_FLOAT_KERNEL("huber", make_huber);
+REGISTER_CPU_FLOAT_KERNEL("huber_grad", make_huber_grad);
+REGISTER_CPU_FLOAT_KERNEL("log_cosh", make_log_cosh);
+REGISTER_CPU_FLOAT_KERNEL("log_cosh_grad", make_log_cosh_grad);
+REGISTER_CPU_FLOAT_KERNEL("poisson", make_poisson);
+REGISTER_CPU_FLOAT_KERNEL("poisson_grad", make_poisson_grad);
+REGISTER_CPU_FLOAT_KERNEL("kl_divergence", make_kld);
+REGISTER_CPU_FLOAT_KERNEL("kl_divergence_grad", make_kld_grad);
 
 }  // namespace tandem::backend::cpu

@@ -134,6 +134,29 @@ KernelFn make_nadam_u_product(const KernelInit& k) {
 }
 
 template <class T>
+KernelFn make_adamax(const KernelInit& k) {
+  const UpdateArgs<T> a(k);
+  const int64_t* iteration = in<int64_t>(k, 3);
+  T* m = static_cast<T*>(k.in[4]);
+  T* u = static_cast<T*>(k.in[5]);
+  const double b1 = k.node.attrs.f("beta_1"), b2 = k.node.attrs.f("beta_2");
+  const T eps = static_cast<T>(k.node.attrs.f("epsilon"));
+  Context* ctx = &context(k);
+  return [=] {
+    const AdamaxCoefficients<T> c = adamax_coefficients<T>(*a.lr, *iteration, b1, b2);
+    a.decay(c.lr);
+    ctx->parallel_for(a.n, kElementwiseGrain, [&](int64_t s, int64_t e) {
+      const T k_lr = c.lr, k_corr = c.correction, k_c1 = c.c1, k_b2 = c.b2, k_eps = eps;  // locals: see make_adam
+      T* __restrict w = a.w;
+      const T* __restrict g = a.g;
+      T* __restrict mm = m;
+      T* __restrict uu = u;
+      for (int64_t i = s; i < e; ++i) adamax_step(w[i], mm[i], uu[i], g[i], k_lr, k_corr, k_c1, k_b2, k_eps);
+    });
+  };
+}
+
+template <class T>
 KernelFn make_lion(const KernelInit& k) {
   const UpdateArgs<T> a(k);
   T* m = static_cast<T*>(k.in[3]);
@@ -158,6 +181,7 @@ REGISTER_CPU_FLOAT_KERNEL("adagrad_update", make_adagrad);
 REGISTER_CPU_FLOAT_KERNEL("nadam_update", make_nadam);
 REGISTER_CPU_FLOAT_KERNEL("nadam_u_product_update", make_nadam_u_product);
 REGISTER_CPU_FLOAT_KERNEL("lion_update", make_lion);
+REGISTER_CPU_FLOAT_KERNEL("adamax_update", make_adamax);
 REGISTER_KERNEL("increment", DeviceKind::Cpu, DType::I64, make_increment);
 
 }  // namespace tandem::backend::cpu

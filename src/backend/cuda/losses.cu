@@ -104,7 +104,7 @@ __global__ void rowwise_loss_kernel(T* y, const T* p, const T* t, AxisLines rows
   const int64_t c = rows.n;
   for (int64_t r = Group::first_line(); r < rows.count(); r += Group::line_stride()) {
     const T acc = line_reduce<Group>(c, T(0), Plus{}, [&](int64_t j) { return l.template loss<T>(p[r * c + j], t[r * c + j]); });
-    if (Group::lane() == 0) y[r] = acc / T(c);
+    if (Group::lane() == 0) y[r] = acc / loss::row_divisor<L, T>(c);
   }
 }
 
@@ -112,7 +112,7 @@ __global__ void rowwise_loss_kernel(T* y, const T* p, const T* t, AxisLines rows
 template <class T, class L>
 __global__ void rowwise_grad_kernel(T* d, const T* dy, const T* p, const T* t, int64_t n, int64_t c, bool wrt_pred, L l) {
   TANDEM_CUDA_LOOP(i, n) {
-    d[i] = dy[i / c] / T(c) * (wrt_pred ? l.template d_pred<T>(p[i], t[i]) : l.template d_target<T>(p[i], t[i]));
+    d[i] = dy[i / c] / loss::row_divisor<L, T>(c) * (wrt_pred ? l.template d_pred<T>(p[i], t[i]) : l.template d_target<T>(p[i], t[i]));
   }
 }
 
@@ -145,6 +145,14 @@ template <class T> KernelFn make_se(const KernelInit& k) { return rowwise_loss<T
 template <class T> KernelFn make_se_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::Squared{}); }
 template <class T> KernelFn make_ae(const KernelInit& k) { return rowwise_loss<T>(k, loss::Absolute{}); }
 template <class T> KernelFn make_ae_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::Absolute{}); }
+template <class T> KernelFn make_huber(const KernelInit& k) { return rowwise_loss<T>(k, loss::Huber{k.node.attrs.f("delta")}); }
+template <class T> KernelFn make_huber_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::Huber{k.node.attrs.f("delta")}); }
+template <class T> KernelFn make_log_cosh(const KernelInit& k) { return rowwise_loss<T>(k, loss::LogCosh{}); }
+template <class T> KernelFn make_log_cosh_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::LogCosh{}); }
+template <class T> KernelFn make_poisson(const KernelInit& k) { return rowwise_loss<T>(k, loss::Poisson{}); }
+template <class T> KernelFn make_poisson_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::Poisson{}); }
+template <class T> KernelFn make_kld(const KernelInit& k) { return rowwise_loss<T>(k, loss::KlDivergence{}); }
+template <class T> KernelFn make_kld_grad(const KernelInit& k) { return rowwise_grad<T>(k, loss::KlDivergence{}); }
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("cross_entropy", make_cross_entropy);
@@ -155,5 +163,13 @@ REGISTER_CUDA_FLOAT_KERNEL("squared_error", make_se);
 REGISTER_CUDA_FLOAT_KERNEL("squared_error_grad", make_se_grad);
 REGISTER_CUDA_FLOAT_KERNEL("absolute_error", make_ae);
 REGISTER_CUDA_FLOAT_KERNEL("absolute_error_grad", make_ae_grad);
+REGISTER_CUDA_FLOAT_KERNEL("huber", make_huber);
+REGISTER_CUDA_FLOAT_KERNEL("huber_grad", make_huber_grad);
+REGISTER_CUDA_FLOAT_KERNEL("log_cosh", make_log_cosh);
+REGISTER_CUDA_FLOAT_KERNEL("log_cosh_grad", make_log_cosh_grad);
+REGISTER_CUDA_FLOAT_KERNEL("poisson", make_poisson);
+REGISTER_CUDA_FLOAT_KERNEL("poisson_grad", make_poisson_grad);
+REGISTER_CUDA_FLOAT_KERNEL("kl_divergence", make_kld);
+REGISTER_CUDA_FLOAT_KERNEL("kl_divergence_grad", make_kld_grad);
 
 }  // namespace tandem::backend::cuda

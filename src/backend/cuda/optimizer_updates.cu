@@ -116,6 +116,23 @@ struct Nadam {
 };
 
 template <class T>
+struct Adamax {
+  UpdateArgs<T> a;
+  const int64_t* iteration;
+  T *m, *u;
+  double b1, b2;
+  T eps;
+  explicit Adamax(const KernelInit& k)
+      : a(k), iteration(in<int64_t>(k, 3)), m(static_cast<T*>(k.in[4])), u(static_cast<T*>(k.in[5])), b1(k.node.attrs.f("beta_1")),
+        b2(k.node.attrs.f("beta_2")), eps(static_cast<T>(k.node.attrs.f("epsilon"))) {}
+  __device__ AdamaxCoefficients<T> step_scalars() const { return adamax_coefficients<T>(*a.lr, *iteration, b1, b2); }
+  __device__ void operator()(int64_t i, const AdamaxCoefficients<T>& c) const {
+    a.decay(i, c.lr);
+    adamax_step(a.w[i], m[i], u[i], a.g[i], c.lr, c.correction, c.c1, c.b2, eps);
+  }
+};
+
+template <class T>
 struct Lion {
   UpdateArgs<T> a;
   T* m;
@@ -183,6 +200,7 @@ REGISTER_CUDA_FLOAT_KERNEL("adagrad_update", Kernel<Adagrad>::make);
 REGISTER_CUDA_FLOAT_KERNEL("nadam_update", Kernel<Nadam>::make);
 REGISTER_CUDA_FLOAT_KERNEL("nadam_u_product_update", Kernel<NadamUProduct>::make);
 REGISTER_CUDA_FLOAT_KERNEL("lion_update", Kernel<Lion>::make);
+REGISTER_CUDA_FLOAT_KERNEL("adamax_update", Kernel<Adamax>::make);
 REGISTER_KERNEL("increment", DeviceKind::Cuda, DType::I64, Kernel<Increment>::make<int64_t>);
 
 }  // namespace tandem::backend::cuda
