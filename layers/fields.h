@@ -180,7 +180,7 @@ Field<Args> initializer(const char* key, Get get) {
               // A layer that keeps a name can take only what a name says: Keras's defaults, no seed.
               if (!(i == Initializer(i.class_name)))
                 c.fail(key, i.class_name + " with its default arguments and no seed (this layer takes initializers by name)");
-              get(a) = i.class_name;
+              get(a) = initializer_name(i);
             } else {
               get(a) = i;
             }

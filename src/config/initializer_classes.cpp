@@ -72,6 +72,8 @@ Initializer::Initializer(const std::string& name) {
     if (class_name == p.class_name) scale = p.scale, mode = p.mode, distribution = p.distribution;
 }
 
+std::string initializer_name(const Initializer& i) { return snake(i.class_name); }
+
 void check_initializer(const Initializer& i, const std::string& owner) {
   const std::string who = owner + ": initializer " + i.class_name;
   if (class_of(i.class_name) != i.class_name) {

@@ -14,5 +14,7 @@ namespace tandem {
 void check_initializer(const Initializer& initializer, const std::string& owner);
 void check_regularizer(const Regularizer& r, const std::string& owner);
 void check_constraint(const Constraint& c, const std::string& owner);
+// Keras's snake_case name of the initializer's class ("GlorotUniform" -> "glorot_uniform").
+std::string initializer_name(const Initializer& initializer);
 
 }  // namespace tandem

@@ -337,7 +337,7 @@ _model_before_regularizers, _data_before_regularizers = model, data
 LAYERS.update({
     "dense_regularized": lambda: layers.Dense(3, kernel_regularizer=keras.regularizers.L1L2(0.01, 0.02),
                                               bias_regularizer="l2", activity_regularizer=keras.regularizers.L1(0.1),
-                                              kernel_constraint=keras.constraints.MaxNorm(1.5, axis=[0]),
+                                              kernel_constraint=keras.constraints.MaxNorm(1.5, axis=0),
                                               bias_constraint=keras.constraints.NonNeg()),
     "conv2d_regularized": lambda: layers.Conv2D(2, 3, kernel_regularizer=keras.regularizers.OrthogonalRegularizer(0.3, "columns"),
                                                 activity_regularizer="l2", kernel_constraint=keras.constraints.UnitNorm(axis=[0, 1, 2]),
