@@ -134,7 +134,7 @@ TEST_CASE("regularizers: a regularized model's loss and its weights after one SG
   }
 }
 
-TEST_CASE("regularizers: each weight's penalty counts once per step under Mirrored and Pipeline micro-batches") {
+TEST_CASE("regularizers: each weight's penalty counts once per step under Mirrored, Pipeline micro-batches and ModelSplit") {
   const Ref r = reference("dense");
   // Six rows (two per device or micro-batch) drawn from the reference batch's pattern.
   Tensor x({6, 4}, DType::F32), y({6, 2}, DType::F32);
@@ -149,7 +149,8 @@ TEST_CASE("regularizers: each weight's penalty counts once per step under Mirror
   };
   const auto [loss, weights] = run({});
   for (auto strategy : {tandem::distribute::Mirrored({"cpu:0", "cpu:1"}), tandem::distribute::Mirrored({"cpu:0", "cpu:1", "cpu:2"}),
-                        tandem::distribute::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {"d2"}, .micro_batches = 3})}) {
+                        tandem::distribute::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {"d2"}, .micro_batches = 3}),
+                        tandem::distribute::ModelSplit({"cpu:0", "cpu:1"}, {.placement = {{"d2", "cpu:1"}}})}) {
     const auto [l, w] = run(strategy);
     CHECK(std::abs(l - loss) <= 1e-5);
     for (std::size_t i = 0; i < w.size(); ++i) CHECK(max_difference(w[i], weights[i]) <= 1e-6);
@@ -329,4 +330,36 @@ TEST_CASE("regularizers: the gradient of a regularized float64 loss matches fini
       INFO("weight " << k << " element " << i);
       CHECK(analytic == doctest::Approx(numeric).epsilon(1e-6).scale(1.0));
     }
+}
+
+TEST_CASE("regularizers: a weight split by ModelSplit's layout is penalised whole and constrained block by block") {
+  // a's kernel (4, 4) split by columns: its L2 penalty sums over both blocks, its MaxNorm over axis 0
+  // stays within each block. A norm across the split axis is refused, naming the axis.
+  auto model_of = [](const tandem::Constraint& b_constraint) {
+    auto x = tandem::Input({3});
+    auto h = tl::Dense(4, "tanh", {.kernel_regularizer = R::L2(0.05), .activity_regularizer = R::L1(0.02), .kernel_constraint = C::MaxNorm(0.7),
+                                   .name = "a"})(x);
+    return tandem::Model(x, tl::Dense(2, "", {.kernel_regularizer = R::OrthogonalRegularizer(0.1, "columns"), .kernel_constraint = b_constraint,
+                                              .name = "b"})(h));
+  };
+  Tensor x({4, 3}, DType::F32), y({4, 2}, DType::F32);
+  for (int64_t i = 0; i < 12; ++i) x.values<float>()[i] = float(std::sin(0.9 * double(i)));
+  for (int64_t i = 0; i < 8; ++i) y.values<float>()[i] = float(std::cos(0.4 * double(i)));
+  const tandem::distribute::DeviceMesh mesh{{1, 2}, {"batch", "model"}, {"cpu:0", "cpu:1"}};
+  auto run = [&](const tandem::Constraint& b_constraint, tandem::distribute::StrategyPtr strategy) {
+    tandem::Model model = model_of(b_constraint);
+    compile(model, std::move(strategy));
+    std::vector<Tensor> w = model.get_weights();
+    for (Tensor& t : w)
+      for (int64_t i = 0; i < t.size(); ++i) t.values<float>()[i] = float(0.6 * std::sin(1.7 * double(i) + double(t.size())));
+    model.set_weights(w);
+    const double loss = model.train_on_batch(x, y).at("loss");
+    return std::make_pair(loss, model.get_weights());
+  };
+  const auto [loss, weights] = run(C::UnitNorm({1}), {});
+  const auto [l, w] = run(C::UnitNorm({1}), tandem::distribute::ModelSplit(mesh, {{"a/kernel", {"", "model"}}, {"b/kernel", {"model", ""}}}));
+  CHECK(std::abs(l - loss) <= 1e-5);
+  for (std::size_t i = 0; i < w.size(); ++i) CHECK(max_difference(w[i], weights[i]) <= 1e-6);
+  CHECK_THROWS_WITH_AS(run(C::UnitNorm({0}), tandem::distribute::ModelSplit(mesh, {{"b/kernel", {"model", ""}}})),
+                       doctest::Contains("split along axis 0, which its constraint's norm runs over"), tandem::ShapeError);
 }
