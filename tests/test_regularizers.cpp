@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "backend/device.h"
 #include "config/config_reader.h"
 #include "io/zip_archive.h"
 #include "scratch_dir.h"
@@ -362,4 +363,27 @@ TEST_CASE("regularizers: a weight split by ModelSplit's layout is penalised whol
   for (std::size_t i = 0; i < w.size(); ++i) CHECK(max_difference(w[i], weights[i]) <= 1e-6);
   CHECK_THROWS_WITH_AS(run(C::UnitNorm({0}), tandem::distribute::ModelSplit(mesh, {{"b/kernel", {"model", ""}}})),
                        doctest::Contains("split along axis 0, which its constraint's norm runs over"), tandem::ShapeError);
+}
+
+TEST_CASE("regularizers: on gpu:0 the penalties and the constraints' kernel give the CPU's loss and weights") {
+  const std::string missing = tandem::backend::unavailable_reason("gpu:0");
+  if (!missing.empty()) {
+    MESSAGE("skipped: " << missing);
+    return;
+  }
+  for (const std::string name : {"dense", "conv", "seq"}) {
+    INFO(name);
+    const Ref r = reference(name);
+    auto run = [&](const std::string& device) {
+      tandem::Model model = make(name);
+      compile(model, tandem::distribute::Default(device));
+      model.set_weights(r.weights);
+      const double loss = model.train_on_batch(r.x, r.y).at("loss");
+      return std::make_pair(loss, model.get_weights());
+    };
+    const auto [gpu_loss, gpu_weights] = run("gpu:0");
+    const auto [cpu_loss, cpu_weights] = run("cpu:0");
+    CHECK(std::abs(gpu_loss - cpu_loss) <= 1e-5 * std::max(1.0, std::abs(cpu_loss)));
+    for (std::size_t i = 0; i < cpu_weights.size(); ++i) CHECK(max_difference(gpu_weights[i], cpu_weights[i]) <= 1e-5);
+  }
 }
