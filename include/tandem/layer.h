@@ -42,12 +42,12 @@ class Variable {
   void set_constraint(Constraint c) { constraint_ = std::move(c); }
 
  private:
+  Regularizer regularizer_;
+  Constraint constraint_;
   int id_;
   std::string path_, name_;
   Tensor value_;
   bool trainable_;
-  Regularizer regularizer_;
-  Constraint constraint_;
 };
 using VariablePtr = std::shared_ptr<Variable>;
 
@@ -160,6 +160,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::string who() const;  // `Dense "dense_1"`: the class and the name, for messages
 
  private:
+  Regularizer activity_regularizer_;
   std::vector<Symbol> call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs);
   void add_sublayer(const std::shared_ptr<Layer>& layer);
   void take_dtype(const std::vector<Symbol>& xs);  // before the first build
@@ -168,7 +169,6 @@ class Layer : public std::enable_shared_from_this<Layer> {
   DType dtype_ = DType::F32;
   std::vector<VariablePtr> weights_;
   std::vector<std::shared_ptr<Layer>> sublayers_;
-  Regularizer activity_regularizer_;
 };
 
 // What load_model calls to rebuild a custom layer of class `class_name` from its config (Keras's
