@@ -137,7 +137,7 @@ TEST_CASE("initializers: Constant, Zeros, Ones, Identity and Orthogonal give the
   }
 }
 
-TEST_CASE("initializers: a seeded initializer draws from its seed alone; an unseeded one from the global seed") {
+TEST_CASE("initializers: a seeded initializer draws from its seed alone, an unseeded one from the global seed") {
   tandem::set_random_seed(1);
   const Tensor a = draw(I::HeNormal(42), {4, 5});
   draw("glorot_uniform", {3, 3});  // draws from the global stream
