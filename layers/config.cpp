@@ -12,6 +12,8 @@ namespace tandem::layers {
 std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none) {
   Json config = config::layer_basics_json(layer.name(), layer.dtype());
   config["trainable"] = layer.trainable();
+  // Keras's base Layer.get_config adds the activity regularizer after dtype, only when set.
+  if (layer.activity_regularizer()) config["activity_regularizer"] = config::regularizer_json(layer.activity_regularizer());
   for (const auto& [key, value] : args.items()) config[key] = value;
   for (const char* key : none) config[key] = nullptr;
   return config.dump();
@@ -38,6 +40,8 @@ std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Js
   const ConfigReader reader(class_name, config);
   reader.read_layer_basics();
   std::shared_ptr<Layer> layer = (*found)(reader);
+  // Every layer takes Keras's activity_regularizer (the base Layer's argument).
+  if (const Regularizer activity = reader.regularizer("activity_regularizer")) layer->set_activity_regularizer(activity);
   reader.check_all_read();
   if (config.contains("trainable") && !config.at("trainable").get<bool>()) layer->set_trainable(false);
   // A config may leave the name out (the layer is then named automatically), never change it.

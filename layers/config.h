@@ -19,7 +19,9 @@
 namespace tandem::layers {
 
 using config::ConfigReader;
+using config::constraint_json;
 using config::initializer_json;
+using config::regularizer_json;
 using config::int2_json;
 using config::Json;
 

@@ -24,7 +24,7 @@ struct Conv1DArgs {
   Conv1DOptions options;
 };
 
-const Fields<Conv1DArgs> kFields{
+const Fields<Conv1DArgs> kFields({
     required<Conv1DArgs>("filters", [](auto& a) -> auto& { return a.filters; }, rules::positive),
     int1<Conv1DArgs>("kernel_size", [](auto& a) -> auto& { return a.kernel_size; }, rules::positive, true),
     int1<Conv1DArgs>("strides", [](auto& a) -> auto& { return a.options.strides; }, rules::positive),
@@ -36,12 +36,8 @@ const Fields<Conv1DArgs> kFields{
     field<Conv1DArgs>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
     initializer<Conv1DArgs>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
     initializer<Conv1DArgs>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-    unused<Conv1DArgs>("kernel_regularizer"),
-    unused<Conv1DArgs>("bias_regularizer"),
-    unused<Conv1DArgs>("activity_regularizer"),
-    unused<Conv1DArgs>("kernel_constraint"),
-    unused<Conv1DArgs>("bias_constraint"),
-};
+    regularizer<Conv1DArgs>("activity_regularizer", [](auto& a) -> auto& { return a.options.activity_regularizer; })},
+    kernel_bias_penalties<Conv1DArgs>([](auto& a) -> auto& { return a.options; }));
 
 class Conv1DLayer : public Layer {
  public:
@@ -49,6 +45,7 @@ class Conv1DLayer : public Layer {
     std::string& padding = args_.options.padding;  // Keras accepts any case and stores the lower-case name
     std::transform(padding.begin(), padding.end(), padding.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     kFields.check(who(), args_);
+    set_activity_regularizer(args_.options.activity_regularizer);
     const Conv1DOptions& o = args_.options;
     // Keras rejects this combination too.
     if (o.strides > 1 && o.dilation_rate > 1)
@@ -61,8 +58,10 @@ class Conv1DLayer : public Layer {
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1) throw ValueError(who() + ": expected one input, got " + std::to_string(in.size()));
     check_input(in[0].with_batch(-1));
-    kernel_ = add_weight("kernel", {args_.kernel_size, in[0][1], args_.filters}, args_.options.kernel_initializer);
-    if (args_.options.use_bias) bias_ = add_weight("bias", {args_.filters}, args_.options.bias_initializer);
+    kernel_ = add_weight("kernel", {args_.kernel_size, in[0][1], args_.filters}, args_.options.kernel_initializer, true,
+                         args_.options.kernel_regularizer, args_.options.kernel_constraint);
+    if (args_.options.use_bias)
+      bias_ = add_weight("bias", {args_.filters}, args_.options.bias_initializer, true, args_.options.bias_regularizer, args_.options.bias_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

@@ -18,7 +18,7 @@ struct Conv2DArgs {
   Conv2DOptions options;
 };
 
-const Fields<Conv2DArgs> kFields{
+const Fields<Conv2DArgs> kFields({
     required<Conv2DArgs>("filters", [](auto& a) -> auto& { return a.filters; }, rules::positive),
     required<Conv2DArgs>("kernel_size", [](auto& a) -> auto& { return a.kernel_size; }, rules::positive),
     field<Conv2DArgs>("strides", [](auto& a) -> auto& { return a.options.strides; }, rules::positive),
@@ -30,12 +30,8 @@ const Fields<Conv2DArgs> kFields{
     field<Conv2DArgs>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
     initializer<Conv2DArgs>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
     initializer<Conv2DArgs>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-    unused<Conv2DArgs>("kernel_regularizer"),
-    unused<Conv2DArgs>("bias_regularizer"),
-    unused<Conv2DArgs>("activity_regularizer"),
-    unused<Conv2DArgs>("kernel_constraint"),
-    unused<Conv2DArgs>("bias_constraint"),
-};
+    regularizer<Conv2DArgs>("activity_regularizer", [](auto& a) -> auto& { return a.options.activity_regularizer; })},
+    kernel_bias_penalties<Conv2DArgs>([](auto& a) -> auto& { return a.options; }));
 
 class Conv2DLayer : public Layer {
  public:
@@ -43,6 +39,7 @@ class Conv2DLayer : public Layer {
     if (!args_.kernel_size.given) throw ValueError(who() + ": kernel_size must be given");
     args_.options.padding = detail::padding_mode(who(), args_.options.padding);  // Keras accepts any case
     kFields.check(who(), args_);
+    set_activity_regularizer(args_.options.activity_regularizer);
     const Conv2DOptions& o = args_.options;
     // Keras rejects this combination too (TensorFlow's CPU convolution does not support it).
     if (std::max(o.strides.h, o.strides.w) > 1 && std::max(o.dilation_rate.h, o.dilation_rate.w) > 1)
@@ -56,8 +53,10 @@ class Conv2DLayer : public Layer {
     if (in.size() != 1) throw ValueError(who() + ": expected one input, got " + std::to_string(in.size()));
     check_input(in[0].with_batch(-1));
     const Int2& k = args_.kernel_size;
-    kernel_ = add_weight("kernel", {k.h, k.w, in[0][2], args_.filters}, args_.options.kernel_initializer);
-    if (args_.options.use_bias) bias_ = add_weight("bias", {args_.filters}, args_.options.bias_initializer);
+    kernel_ = add_weight("kernel", {k.h, k.w, in[0][2], args_.filters}, args_.options.kernel_initializer, true,
+                         args_.options.kernel_regularizer, args_.options.kernel_constraint);
+    if (args_.options.use_bias)
+      bias_ = add_weight("bias", {args_.filters}, args_.options.bias_initializer, true, args_.options.bias_regularizer, args_.options.bias_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

@@ -16,22 +16,21 @@ struct DenseArgs {
   DenseOptions options;
 };
 
-const Fields<DenseArgs> kFields{
+const Fields<DenseArgs> kFields({
     required<DenseArgs>("units", [](auto& a) -> auto& { return a.units; }, rules::positive),
     activation<DenseArgs>("activation", [](auto& a) -> auto& { return a.activation; }),
     field<DenseArgs>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
     initializer<DenseArgs>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
     initializer<DenseArgs>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-    unused<DenseArgs>("kernel_regularizer"),
-    unused<DenseArgs>("bias_regularizer"),
-    unused<DenseArgs>("kernel_constraint"),
-    unused<DenseArgs>("bias_constraint"),
-    unused<DenseArgs>("quantization_config"),
-};
+    unused<DenseArgs>("quantization_config")},
+    kernel_bias_penalties<DenseArgs>([](auto& a) -> auto& { return a.options; }));
 
 class DenseLayer : public Layer {
  public:
-  explicit DenseLayer(DenseArgs a) : Layer("dense", a.options.name), args_(std::move(a)) { kFields.check(who(), args_); }
+  explicit DenseLayer(DenseArgs a) : Layer("dense", a.options.name), args_(std::move(a)) {
+    kFields.check(who(), args_);
+    set_activity_regularizer(args_.options.activity_regularizer);
+  }
   std::string class_name() const override { return "Dense"; }
   // Keras: the input's mask passes through unchanged (steps stay steps).
   bool supports_masking() const override { return true; }
@@ -41,8 +40,10 @@ class DenseLayer : public Layer {
     if (in.size() != 1 || in[0].rank() < 1)
       throw ShapeError(who() + ": expected one input of rank >= 2 (batch included), got rank " +
                        std::to_string(in.empty() ? 0 : in[0].rank() + 1));
-    kernel_ = add_weight("kernel", {in[0].back(), args_.units}, args_.options.kernel_initializer);
-    if (args_.options.use_bias) bias_ = add_weight("bias", {args_.units}, args_.options.bias_initializer);
+    kernel_ = add_weight("kernel", {in[0].back(), args_.units}, args_.options.kernel_initializer, true,
+                         args_.options.kernel_regularizer, args_.options.kernel_constraint);
+    if (args_.options.use_bias)
+      bias_ = add_weight("bias", {args_.units}, args_.options.bias_initializer, true, args_.options.bias_regularizer, args_.options.bias_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

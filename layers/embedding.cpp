@@ -21,22 +21,26 @@ const Fields<EmbeddingArgs> kFields{
     required<EmbeddingArgs>("output_dim", [](auto& a) -> auto& { return a.output_dim; }, rules::positive),
     initializer<EmbeddingArgs>("embeddings_initializer", [](auto& a) -> auto& { return a.options.embeddings_initializer; }),
     field<EmbeddingArgs>("mask_zero", [](auto& a) -> auto& { return a.options.mask_zero; }),
-    unused<EmbeddingArgs>("embeddings_regularizer"),
-    unused<EmbeddingArgs>("activity_regularizer"),
-    unused<EmbeddingArgs>("embeddings_constraint"),
+    regularizer<EmbeddingArgs>("embeddings_regularizer", [](auto& a) -> auto& { return a.options.embeddings_regularizer; }),
+    regularizer<EmbeddingArgs>("activity_regularizer", [](auto& a) -> auto& { return a.options.activity_regularizer; }),
+    constraint<EmbeddingArgs>("embeddings_constraint", [](auto& a) -> auto& { return a.options.embeddings_constraint; }),
     unused<EmbeddingArgs>("quantization_config"),
 };
 
 class EmbeddingLayer : public Layer {
  public:
-  explicit EmbeddingLayer(EmbeddingArgs a) : Layer("embedding", a.options.name), args_(std::move(a)) { kFields.check(who(), args_); }
+  explicit EmbeddingLayer(EmbeddingArgs a) : Layer("embedding", a.options.name), args_(std::move(a)) {
+    kFields.check(who(), args_);
+    set_activity_regularizer(args_.options.activity_regularizer);
+  }
   std::string class_name() const override { return "Embedding"; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
 
   void build(const std::vector<Shape>& in) override {
     if (in.size() != 1)
       throw ValueError(who() + ": expected one input of ids, got " + std::to_string(in.size()) + " inputs");
-    embeddings_ = add_weight("embeddings", {args_.input_dim, args_.output_dim}, args_.options.embeddings_initializer);
+    embeddings_ = add_weight("embeddings", {args_.input_dim, args_.output_dim}, args_.options.embeddings_initializer, true,
+                             args_.options.embeddings_regularizer, args_.options.embeddings_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

@@ -29,6 +29,7 @@
 #include "layers/activations.h"
 #include "layers/config.h"
 #include "layers/conv_util.h"
+#include "layer_base/penalties.h"
 #include "tandem/errors.h"
 #include "tandem/tensor.h"
 
@@ -168,11 +169,54 @@ Field<Args> required(const char* key, Get get, Rule rule = nullptr) {
   return field<Args>(key, get, rule, true);
 }
 
-// An initializer's name, written as Keras's {"module", "class_name", "config"} dict.
+// An initializer (a tandem::Initializer, or a std::string of a Keras name), written as Keras's
+// {"module", "class_name", "config", "registered_name"} dict and read from it or from a name.
 template <class Args, class Get>
 Field<Args> initializer(const char* key, Get get) {
-  return {key, [get](const Args& a) { return initializer_json(get(a)); },
-          [get, key](const ConfigReader& c, Args& a) { get(a) = c.initializer(key, get(a)); }, nullptr};
+  using T = std::remove_cvref_t<decltype(get(std::declval<Args&>()))>;
+  return {key, [get](const Args& a) { return initializer_json(Initializer(get(a))); },
+          [get, key](const ConfigReader& c, Args& a) {
+            const Initializer i = c.initializer(key, Initializer(get(a)));
+            if constexpr (std::is_same_v<T, std::string>) {
+              // A layer that keeps a name can take only what a name says: Keras's defaults, no seed.
+              if (!(i == Initializer(i.class_name)))
+                c.fail(key, i.class_name + " with its default arguments and no seed (this layer takes initializers by name)");
+              get(a) = initializer_name(i);
+            } else {
+              get(a) = i;
+            }
+          },
+          nullptr};
+}
+
+// A regularizer or a constraint (tandem::Regularizer, tandem::Constraint): written as Keras's dict,
+// null when none; read from the dict, a name or null.
+template <class Args, class Get>
+Field<Args> regularizer(const char* key, Get get) {
+  return {key, [get](const Args& a) { return regularizer_json(get(a)); },
+          [get, key](const ConfigReader& c, Args& a) { get(a) = c.regularizer(key); },
+          [get, key](const std::string& who, const Args& a) { check_regularizer(get(a), who + ": " + key); }};
+}
+template <class Args, class Get>
+Field<Args> constraint(const char* key, Get get) {
+  return {key, [get](const Args& a) { return constraint_json(get(a)); },
+          [get, key](const ConfigReader& c, Args& a) { get(a) = c.constraint(key); },
+          [get, key](const std::string& who, const Args& a) { check_constraint(get(a), who + ": " + key); }};
+}
+
+// The standard regularizer and constraint fields of a layer with a kernel and a bias, for options
+// with Keras's member names (kernel_regularizer, bias_regularizer, kernel_constraint,
+// bias_constraint), `options` returning them: one entry of a field table,
+//   const Fields<Conv2DArgs> kFields({...the layer's own fields...},
+//                                    kernel_bias_penalties<Conv2DArgs>([](auto& a) -> auto& { return a.options; }));
+// The layer then passes them to add_weight and calls set_activity_regularizer(options.activity_regularizer)
+// in its constructor (activity_regularizer is written and read for every layer by its config).
+template <class Args, class Options>
+std::vector<Field<Args>> kernel_bias_penalties(Options options) {
+  return {regularizer<Args>("kernel_regularizer", [options](auto& a) -> auto& { return options(a).kernel_regularizer; }),
+          regularizer<Args>("bias_regularizer", [options](auto& a) -> auto& { return options(a).bias_regularizer; }),
+          constraint<Args>("kernel_constraint", [options](auto& a) -> auto& { return options(a).kernel_constraint; }),
+          constraint<Args>("bias_constraint", [options](auto& a) -> auto& { return options(a).bias_constraint; })};
 }
 
 // An activation's name ("" and "linear" are the identity, written "linear"; an alias such as
@@ -239,6 +283,10 @@ class Fields {
  public:
   Fields(std::initializer_list<Field<Args>> fields) : fields_(fields) {}
   explicit Fields(std::vector<Field<Args>> fields) : fields_(std::move(fields)) {}
+  // A table and a group of standard fields after it (kernel_bias_penalties).
+  Fields(std::initializer_list<Field<Args>> fields, std::vector<Field<Args>> more) : fields_(fields) {
+    fields_.insert(fields_.end(), more.begin(), more.end());
+  }
 
   // Throws ValueError for the first field whose value its rule refuses; `who` names the layer.
   void check(const std::string& who, const Args& a) const {

@@ -31,9 +31,13 @@ std::vector<Field<A>> recurrent_fields(std::vector<Field<A>> cell, bool writes_s
       initializer<A>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
   };
   f.insert(f.end(), cell.begin(), cell.end());
-  for (const char* key : {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
-                          "recurrent_constraint", "bias_constraint"})
-    f.push_back(unused<A>(key));
+  f.push_back(regularizer<A>("kernel_regularizer", [](auto& a) -> auto& { return a.options.kernel_regularizer; }));
+  f.push_back(regularizer<A>("recurrent_regularizer", [](auto& a) -> auto& { return a.options.recurrent_regularizer; }));
+  f.push_back(regularizer<A>("bias_regularizer", [](auto& a) -> auto& { return a.options.bias_regularizer; }));
+  f.push_back(regularizer<A>("activity_regularizer", [](auto& a) -> auto& { return a.options.activity_regularizer; }));
+  f.push_back(constraint<A>("kernel_constraint", [](auto& a) -> auto& { return a.options.kernel_constraint; }));
+  f.push_back(constraint<A>("recurrent_constraint", [](auto& a) -> auto& { return a.options.recurrent_constraint; }));
+  f.push_back(constraint<A>("bias_constraint", [](auto& a) -> auto& { return a.options.bias_constraint; }));
   f.push_back(field<A>("dropout", [](auto& a) -> auto& { return a.options.dropout; }, rules::in_range(0, 1, false)));
   f.push_back(field<A>("recurrent_dropout", [](auto& a) -> auto& { return a.options.recurrent_dropout; }, rules::in_range(0, 1, false)));
   const Field<A> seed = field<A>("seed", [](auto& a) -> auto& { return a.options.seed; });
@@ -44,6 +48,7 @@ std::vector<Field<A>> recurrent_fields(std::vector<Field<A>> cell, bool writes_s
 RecurrentLayer::RecurrentLayer(const char* prefix, RecurrentArgs args, const Fields<RecurrentArgs>& fields)
     : Layer(prefix, args.options.name), args_(std::move(args)), fields_(fields) {
   args_.options.seed = layer_seed(args_.options.seed);
+  set_activity_regularizer(args_.options.activity_regularizer);
 }
 
 void RecurrentLayer::check_args() const {
@@ -73,10 +78,12 @@ void RecurrentLayer::build(const std::vector<Shape>& in) {
     throw ValueError(who() + ": expected a sequence input (batch, steps, features), got " +
                      (in.empty() ? std::string("no input") : in[0].with_batch(-1).str()));
   const int64_t features = in[0][1], g = gates(), units = args_.units;
-  kernel_ = add_weight("kernel", {features, g * units}, args_.options.kernel_initializer);
-  recurrent_kernel_ = add_weight("recurrent_kernel", {units, g * units}, args_.options.recurrent_initializer);
-  if (args_.options.use_bias) {
-    bias_ = add_weight("bias", bias_shape(), args_.options.bias_initializer);
+  const RecurrentOptions& o = args_.options;
+  kernel_ = add_weight("kernel", {features, g * units}, o.kernel_initializer, true, o.kernel_regularizer, o.kernel_constraint);
+  recurrent_kernel_ =
+      add_weight("recurrent_kernel", {units, g * units}, o.recurrent_initializer, true, o.recurrent_regularizer, o.recurrent_constraint);
+  if (o.use_bias) {
+    bias_ = add_weight("bias", bias_shape(), o.bias_initializer, true, o.bias_regularizer, o.bias_constraint);
     initialize_bias(*bias_);
   }
 }

@@ -74,7 +74,7 @@ TEST_CASE("keras files: a layer config with a key or value Tandem does not imple
                        doctest::Contains("Dense \"dense\": config key \"kernel_quantizer\": Tandem's Dense has no such argument (value \"int8\")"),
                        tandem::ValueError);
   dense = config_of("dense");
-  dense["kernel_regularizer"] = {{"class_name", "L2"}, {"config", {{"l2", 0.01}}}};
+  dense["kernel_regularizer"] = {{"class_name", "L3"}, {"config", {{"l3", 0.01}}}};  // no such Keras class
   CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("Dense", dense), doctest::Contains("config key \"kernel_regularizer\""),
                        tandem::ValueError);
   tandem::layers::Json attention = config_of("multi_head_attention");

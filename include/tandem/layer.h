@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "tandem/initializers.h"
 #include "tandem/layer_config.h"
+#include "tandem/regularizers.h"
 #include "tandem/tensor.h"
 
 namespace tandem {
@@ -33,8 +35,16 @@ class Variable {
   Tensor& value() { return value_; }
   const Tensor& value() const { return value_; }
   void assign(const Tensor& t);  // checks shape and dtype, copies into the existing storage
+  // Keras's variable.regularizer and variable.constraint (none by default): the penalty a trainable
+  // weight adds to the loss, and the projection applied after each of its updates.
+  const Regularizer& regularizer() const { return regularizer_; }
+  const Constraint& constraint() const { return constraint_; }
+  void set_regularizer(Regularizer r) { regularizer_ = std::move(r); }
+  void set_constraint(Constraint c) { constraint_ = std::move(c); }
 
  private:
+  Regularizer regularizer_;
+  Constraint constraint_;
   int id_;
   std::string path_, name_;
   Tensor value_;
@@ -134,6 +144,11 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual std::vector<graph::Value> emit_output_masks(CallContext& ctx, const std::vector<graph::Value>& inputs,
                                                       const std::vector<graph::Value>& outputs);
 
+  // Keras's activity_regularizer: a penalty of each of the layer's outputs, divided by its batch
+  // size, added to the loss of fit and evaluate (none by default). Saved in the layer's config.
+  const Regularizer& activity_regularizer() const { return activity_regularizer_; }
+  void set_activity_regularizer(Regularizer r) { activity_regularizer_ = std::move(r); }
+
  protected:
   // A custom layer (Keras's subclassing): derive from Layer, pass a name prefix ("my_layer") and
   // the user's name ("" = automatic) here, override class_name(), build() to add weights, call()
@@ -147,13 +162,17 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // The layer's own constructor arguments (Keras's get_config without name, trainable and dtype,
   // which config_json adds). The default throws ValueError: the layer cannot be saved whole.
   virtual LayerConfig get_config() const;
-  VariablePtr add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable = true);
+  // A new weight filled by `initializer`, with an optional regularizer and constraint (Keras's
+  // add_weight). A built-in layer passes its options' kernel_regularizer, kernel_constraint, ...
+  VariablePtr add_weight(const std::string& name, Shape shape, const Initializer& initializer, bool trainable = true,
+                         const Regularizer& regularizer = {}, const Constraint& constraint = {});
   // Builds `layer` for inputs of these shapes in this layer's dtype and makes its weights this
   // layer's too (a wrapper such as Bidirectional, from its build()).
   void build_sublayer(const std::shared_ptr<Layer>& layer, const std::vector<Shape>& input_shapes);
   std::string who() const;  // `Dense "dense_1"`: the class and the name, for messages
 
  private:
+  Regularizer activity_regularizer_;
   std::vector<Symbol> call_inside(const std::shared_ptr<Trace>& trace, const std::vector<Symbol>& xs);
   void add_sublayer(const std::shared_ptr<Layer>& layer);
   void take_dtype(const std::vector<Symbol>& xs);  // before the first build

@@ -4,13 +4,19 @@
 #include <string>
 
 #include "tandem/layer.h"
+#include "tandem/regularizers.h"
 
 namespace tandem::layers {
 
 struct DenseOptions {
   bool use_bias = true;
-  std::string kernel_initializer = "glorot_uniform";
-  std::string bias_initializer = "zeros";
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};  // of the output, divided by the batch size
+  Constraint kernel_constraint{};      // applied after each update
+  Constraint bias_constraint{};
   std::string name{};
 };
 // y = activation(x · kernel + bias); kernel (in, units), bias (units). activation "" = linear.

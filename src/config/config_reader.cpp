@@ -1,4 +1,4 @@
-// Reading configs with errors that name the key; initializers in Keras's shape.
+// Reading configs with errors that name the key.
 #include "config/config_reader.h"
 
 #include "tandem/errors.h"
@@ -7,54 +7,9 @@ namespace tandem::config {
 
 namespace {
 
-struct InitializerClass {
-  const char* name;        // Tandem's (and Keras's string) name
-  const char* class_name;  // Keras's class
-};
-constexpr InitializerClass kInitializers[] = {
-    {"zeros", "Zeros"},
-    {"ones", "Ones"},
-    {"glorot_uniform", "GlorotUniform"},
-    {"glorot_normal", "GlorotNormal"},
-    {"he_uniform", "HeUniform"},
-    {"he_normal", "HeNormal"},
-    {"lecun_uniform", "LecunUniform"},
-    {"lecun_normal", "LecunNormal"},
-    {"uniform", "RandomUniform"},  // Keras's default arguments only: (-0.05, 0.05)
-    {"normal", "RandomNormal"},    // mean 0, stddev 0.05
-    {"orthogonal", "Orthogonal"},  // gain 1
-};
-
-std::string canonical_initializer(const std::string& name) {
-  if (name == "random_uniform") return "uniform";
-  if (name == "random_normal") return "normal";
-  return name;
-}
-
 std::string shorten(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
 
 }  // namespace
-
-Json initializer_json(const std::string& name) {
-  const std::string canonical = canonical_initializer(name);
-  for (const InitializerClass& c : kInitializers) {
-    if (canonical != c.name) continue;
-    // Keras 3.15's get_config of each class: Zeros and Ones take no arguments, the variance-scaling
-    // family a seed and the axes it computes fans over, the random ones a seed and their range.
-    Json config = Json::object();
-    if (canonical == "uniform") {
-      config = {{"seed", nullptr}, {"minval", -0.05}, {"maxval", 0.05}};
-    } else if (canonical == "normal") {
-      config = {{"seed", nullptr}, {"mean", 0.0}, {"stddev", 0.05}};
-    } else if (canonical == "orthogonal") {
-      config = {{"seed", nullptr}, {"gain", 1.0}};
-    } else if (canonical != "zeros" && canonical != "ones") {
-      config = {{"seed", nullptr}, {"input_axes", nullptr}, {"output_axes", nullptr}};
-    }
-    return {{"module", "keras.initializers"}, {"class_name", c.class_name}, {"config", config}, {"registered_name", nullptr}};
-  }
-  return name;
-}
 
 Json dtype_policy_json(DType dtype) {
   return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", dtype_name(dtype)}}}, {"registered_name", nullptr}};
@@ -165,36 +120,6 @@ std::string ConfigReader::string(const char* key, const std::string& fallback) c
 std::string ConfigReader::activation(const char* key) const {
   if (!value(key) || config_.at(key).is_null()) return "linear";
   return string(key, "linear");
-}
-
-std::string ConfigReader::initializer(const char* key, const std::string& fallback) const {
-  if (!value(key)) return fallback;
-  const Json& v = config_.at(key);
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    for (const InitializerClass& c : kInitializers)
-      if (s == c.class_name) return c.name;
-    return canonical_initializer(s);
-  }
-  if (!v.is_object() || !v.contains("class_name") || !v.at("class_name").is_string())
-    fail(key, "an initializer name or {\"class_name\": ..., \"config\": {...}}");
-  const std::string cls = v.at("class_name").get<std::string>();
-  const Json args = v.contains("config") && v.at("config").is_object() ? v.at("config") : Json::object();
-  auto arg_is = [&](const char* name, double expected) {
-    return !args.contains(name) || (args.at(name).is_number() && args.at(name).get<double>() == expected);
-  };
-  for (const InitializerClass& c : kInitializers) {
-    if (cls != c.class_name) continue;
-    const bool defaults = std::string(c.name) == "uniform"  ? arg_is("minval", -0.05) && arg_is("maxval", 0.05)
-                          : std::string(c.name) == "normal" ? arg_is("mean", 0.0) && arg_is("stddev", 0.05)
-                          : std::string(c.name) == "orthogonal" ? arg_is("gain", 1.0)
-                                                            : true;
-    if (!defaults) fail(key, std::string(c.class_name) + " with Keras's default arguments (the only ones Tandem implements)");
-    return c.name;
-  }
-  std::string known;
-  for (const InitializerClass& c : kInitializers) known += (known.empty() ? "" : ", ") + std::string(c.class_name);
-  fail(key, "one of the initializer classes " + known);
 }
 
 std::vector<int64_t> ConfigReader::integers(const char* key) const {

@@ -18,10 +18,13 @@ using layers::Int2;  // kernel sizes, strides and pool sizes: one integer or (h,
 
 using Json = nlohmann::ordered_json;  // keeps keys in the order written, like Keras's dicts
 
-// Initializers as Keras 3 serialises them: "glorot_uniform" -> {"module": "keras.initializers",
-// "class_name": "GlorotUniform", "config": {"seed": null, ...}, "registered_name": null}, each class
-// with the config keys Keras gives it. Names Keras has no class for are written as plain strings.
-Json initializer_json(const std::string& name);
+// Initializers, regularizers and constraints as Keras 3 serialises them: {"module":
+// "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null, ...},
+// "registered_name": null}, each class with the config keys Keras 3.15 gives it (keras_objects.cpp).
+// No regularizer or constraint is written null, as Keras writes it.
+Json initializer_json(const Initializer& initializer);
+Json regularizer_json(const Regularizer& regularizer);
+Json constraint_json(const Constraint& constraint);
 // A layer's dtype as Keras 3 writes it: {"module": "keras", "class_name": "DTypePolicy", "config":
 // {"name": "float32"}, "registered_name": null}.
 Json dtype_policy_json(DType dtype = DType::F32);
@@ -45,7 +48,9 @@ class ConfigReader {
   bool boolean(const char* key, bool fallback) const;
   std::string string(const char* key, const std::string& fallback) const;
   std::string activation(const char* key) const;                                  // "linear" when absent
-  std::string initializer(const char* key, const std::string& fallback) const;    // a name or Keras's dict
+  Initializer initializer(const char* key, const Initializer& fallback) const;    // a name or Keras's dict
+  Regularizer regularizer(const char* key) const;                                 // null/absent: none
+  Constraint constraint(const char* key) const;                                   // null/absent: none
   std::vector<int64_t> integers(const char* key) const;                           // a list of integers
   Int2 int2(const char* key) const;                                               // an integer or [h, w]
   Int2 int2(const char* key, const Int2& fallback) const;                         // null/absent: fallback

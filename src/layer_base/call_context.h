@@ -20,6 +20,9 @@ class CallContext {
   // the layer that made the first of them, for messages (`Embedding "emb" (mask_zero=True)`).
   std::vector<graph::Value> input_masks;
   std::string mask_origin;
+  // Losses the layers add as they are emitted (Keras's add_loss: activity regularizers), scalars
+  // the training and evaluation loss sums.
+  std::vector<graph::Value> added_losses;
   // Input i's mask, or an invalid value if it has none.
   graph::Value input_mask(std::size_t i) const { return i < input_masks.size() ? input_masks[i] : graph::Value{}; }
 

@@ -94,34 +94,48 @@ void set_random_state(const RandomState& state) {
   seed_state().drawn = state.drawn;
 }
 
-Tensor initialize(const std::string& name, const Shape& shape, DType dtype, const std::string& owner) {
+Tensor initialize(const Initializer& init, const Shape& shape, DType dtype, const std::string& owner) {
+  check_initializer(init, owner);
   Tensor t(shape, DType::F64);
   auto v = t.values<double>();
-  rng::Stream r(next_seed());
-  const auto [fan_in, fan_out] = fans(shape);
-  if (name == "zeros") {
-  } else if (name == "ones") {
+  // A seeded initializer draws from its own seed alone (the same values whatever else was drawn,
+  // as Keras's); an unseeded one takes the next seed of the global stream.
+  rng::Stream r(init.seed ? rng::hash(*init.seed, 0x5eedULL) : next_seed());
+  const std::string& c = init.class_name;
+  if (c == "Zeros") {
+  } else if (c == "Ones") {
     for (double& x : v) x = 1.0;
-  } else if (name == "glorot_uniform" || name == "he_uniform" || name == "lecun_uniform") {
-    const double n = name == "glorot_uniform" ? (fan_in + fan_out) / 2 : fan_in;
-    const double scale = name == "he_uniform" ? 2.0 : 1.0;
-    const double limit = std::sqrt(3.0 * scale / n);
-    for (double& x : v) x = (2 * r.uniform() - 1) * limit;
-  } else if (name == "glorot_normal" || name == "he_normal" || name == "lecun_normal") {
-    const double n = name == "glorot_normal" ? (fan_in + fan_out) / 2 : fan_in;
-    const double scale = name == "he_normal" ? 2.0 : 1.0;
-    const double stddev = std::sqrt(scale / n) / 0.87962566103423978;  // Keras's truncation correction
-    for (double& x : v) x = truncated_normal(r) * stddev;
-  } else if (name == "uniform" || name == "random_uniform") {
-    for (double& x : v) x = (2 * r.uniform() - 1) * 0.05;
-  } else if (name == "normal" || name == "random_normal") {
-    for (double& x : v) x = normal(r) * 0.05;
-  } else if (name == "orthogonal") {
+  } else if (c == "Constant") {
+    for (double& x : v) x = init.value;
+  } else if (c == "Identity") {
+    if (shape.rank() != 2)
+      throw ValueError(owner + ": the Identity initializer needs a 2-D weight, got shape " + shape.str());
+    for (int64_t i = 0; i < std::min(shape[0], shape[1]); ++i) v[static_cast<std::size_t>(i * shape[1] + i)] = init.gain;
+  } else if (c == "Orthogonal") {
+    if (shape.rank() < 2)
+      throw ValueError(owner + ": the Orthogonal initializer needs a weight of at least two dimensions, got shape " + shape.str());
     orthogonal(v, shape, r);
-  } else {
-    throw ValueError(owner + ": unknown initializer '" + name +
-                     "'; expected one of zeros, ones, glorot_uniform, glorot_normal, he_uniform, he_normal, "
-                     "lecun_uniform, lecun_normal, uniform, normal, orthogonal");
+    for (double& x : v) x *= init.gain;
+  } else if (c == "RandomNormal") {
+    for (double& x : v) x = init.mean + init.stddev * normal(r);
+  } else if (c == "TruncatedNormal") {
+    for (double& x : v) x = init.mean + init.stddev * truncated_normal(r);
+  } else if (c == "RandomUniform") {
+    for (double& x : v) x = init.minval + (init.maxval - init.minval) * r.uniform();
+  } else {  // VarianceScaling and its presets (check_initializer refused anything else)
+    const auto [fan_in, fan_out] = fans(shape);
+    const double n = init.mode == "fan_in" ? fan_in : init.mode == "fan_out" ? fan_out : (fan_in + fan_out) / 2;
+    const double scale = init.scale / std::max(1.0, n);
+    if (init.distribution == "uniform") {
+      const double limit = std::sqrt(3.0 * scale);
+      for (double& x : v) x = (2 * r.uniform() - 1) * limit;
+    } else if (init.distribution == "untruncated_normal") {
+      const double stddev = std::sqrt(scale);
+      for (double& x : v) x = normal(r) * stddev;
+    } else {
+      const double stddev = std::sqrt(scale) / 0.87962566103423978;  // Keras's truncation correction
+      for (double& x : v) x = truncated_normal(r) * stddev;
+    }
   }
   return t.cast(dtype);
 }

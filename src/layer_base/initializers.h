@@ -1,15 +1,17 @@
-// Keras's weight initializers, drawn from the model-wide seed.
+// Keras's weight initializers: filling a new weight, and the Initializer values' checks.
 #pragma once
 
 #include <string>
 
+#include "config/keras_classes.h"
+#include "tandem/initializers.h"
 #include "tandem/tensor.h"
 
 namespace tandem {
 
-// Fills a new tensor of `shape` by the named initializer ("glorot_uniform", "zeros", ...); the
-// owner string names the layer in errors.
-Tensor initialize(const std::string& initializer, const Shape& shape, DType dtype, const std::string& owner);
+// Fills a new tensor of `shape` by the initializer; the owner string names the layer in errors
+// (an unknown class, arguments Keras refuses, a shape the class cannot fill).
+Tensor initialize(const Initializer& initializer, const Shape& shape, DType dtype, const std::string& owner);
 // The next independent seed from the global one (set_random_seed), for layers that need their own.
 uint64_t next_seed();
 

@@ -8,8 +8,10 @@
 #include <mutex>
 
 #include "graph/graph.h"
+#include "ops/ops.h"
 #include "layer_base/call_context.h"
 #include "layer_base/initializers.h"
+#include "layer_base/penalties.h"
 #include "layer_base/symbol.h"
 #include "tandem/errors.h"
 
@@ -73,7 +75,10 @@ void Layer::set_weights(const std::vector<Tensor>& values) {
   for (std::size_t i = 0; i < values.size(); ++i) weights_[i]->assign(values[i].cast(weights_[i]->value().dtype()));
 }
 
-VariablePtr Layer::add_weight(const std::string& name, Shape shape, const std::string& initializer, bool trainable) {
+VariablePtr Layer::add_weight(const std::string& name, Shape shape, const Initializer& initializer, bool trainable,
+                              const Regularizer& regularizer, const Constraint& constraint) {
+  check_regularizer(regularizer, who() + ": the regularizer of \"" + name + "\"");
+  check_constraint(constraint, who() + ": the constraint of \"" + name + "\"");
   // A layer's arguments may come from a file (Conv2D's kernel_size [1000000000, 1000000000]): an
   // impossible size is an error naming the layer and the shape, not an overflow or a bare bad_alloc.
   // The initializer fills the weight in doubles first, so 8 bytes an element must fit.
@@ -92,6 +97,8 @@ VariablePtr Layer::add_weight(const std::string& name, Shape shape, const std::s
   }
   auto v = std::make_shared<Variable>(name_ + "/" + name, std::move(value), trainable);
   v->frozen_ = !trainable_;
+  v->set_regularizer(regularizer);
+  v->set_constraint(constraint);
   weights_.push_back(v);
   return v;
 }
@@ -185,11 +192,29 @@ std::vector<Symbol> Layer::outputs(const std::vector<Symbol>& xs) {
   return ys;
 }
 
+namespace {
+// Keras's Layer.__call__: the activity regularizer's penalty of each float output, divided by its
+// batch size (here the whole step's: a micro-batch's rows times their count, so that the sum over
+// micro-batches is Keras's penalty of the batch), goes to the loss.
+void add_activity_losses(const Layer& layer, CallContext& ctx, const std::vector<graph::Value>& outputs) {
+  if (!layer.activity_regularizer()) return;
+  for (graph::Value y : outputs) {
+    const TensorType t = ctx.g.type(y);
+    if (!ops::is_float(t.dtype)) continue;
+    graph::Value loss = regularization_penalty(ctx.g, y, layer.activity_regularizer(),
+                                               layer.class_name() + " \"" + layer.name() + "\": activity_regularizer");
+    if (t.shape.rank() > 0) loss = ops::scale(ctx.g, loss, 1.0 / (double(t.shape[0]) * double(ctx.micro_batches)));
+    ctx.added_losses.push_back(loss);
+  }
+}
+}  // namespace
+
 EmittedCall emit_call(Layer& layer, CallContext& ctx, const std::vector<graph::Value>& inputs) {
   const std::string who = layer.class_name() + " \"" + layer.name() + "\"";
   EmittedCall out;
   out.values = layer.emit_outputs(ctx, inputs);
   if (out.values.empty()) throw ValueError(who + ": the layer's call has no outputs");
+  add_activity_losses(layer, ctx, out.values);
   out.masks = layer.emit_output_masks(ctx, inputs, out.values);
   if (out.masks.size() != out.values.size())
     throw ValueError(who + ": emit_output_masks gave " + std::to_string(out.masks.size()) + " masks for " +
@@ -229,6 +254,7 @@ std::vector<Symbol> Layer::call_inside(const std::shared_ptr<Trace>& trace, cons
     throw;
   }
   ctx.input_masks = std::move(outer_masks);
+  add_activity_losses(*this, ctx, values);
   std::vector<Symbol> ys;
   for (graph::Value v : values) ys.push_back(traced_symbol(trace, v));
   return ys;

@@ -9,6 +9,7 @@
 #include "layer_base/call_context.h"
 #include "metrics/metrics.h"
 #include "model/model_impl.h"
+#include "model/regularization.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
 #include "backend/device.h"
@@ -208,6 +209,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
         if (masks[i].valid()) term = masked_loss(g, per_output[i], masks[i], output_name(i), loss_weights[i] / static_cast<double>(micro_batches));
         loss_value = loss_value.valid() ? ops::add(g, loss_value, term) : term;
       }
+      loss_value = add_regularization_losses(ctx, weights(), loss_value);
     }
     step.loss = {0, 1, g.type(loss_value).dtype};
     fetches.push_back(over_step(g, loss_value));
@@ -260,7 +262,9 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
       graph::ScopeGuard phase(g, graph::Phase::Backward);
       for (graph::Value& grad : grads)
         if (grad.valid()) grad = over_step(g, grad);
+      const int first_update = g.size();
       optimizer->emit_updates(g, trainable, grads);
+      emit_constraints(ctx, trainable, first_update);
     }
   }
 

@@ -602,5 +602,68 @@ def model(name):  # noqa: F811
 
 def data(name, m, rng, n):  # noqa: F811
     return merge_data(name, m, rng, n) if name in MERGE_MODELS else _data_before_merge(name, m, rng, n)
+
+
+# ---- Regularizers and constraints: layers whose configs carry them (predictions only) ----
+#   regularized   Embedding(embeddings_regularizer, embeddings_constraint) -> LSTM(kernel, recurrent
+#                 and bias regularizers and constraints, activity_regularizer) -> Dense(L1L2,
+#                 MaxNorm, NonNeg) and, from a second input, Conv2D(L2, UnitNorm over three axes,
+#                 activity L1) -> Flatten -> Dense(OrthogonalRegularizer, MinMaxNorm), concatenated
+#                 (functional, two inputs: int ids (6,) and an image (4, 4, 2)); trained one epoch
+REGULARIZER_MODELS = ["regularized"]
+PREDICT_ONLY += REGULARIZER_MODELS
+SEED_ORDER += REGULARIZER_MODELS
+_model_before_regularizers, _data_before_regularizers = model, data
+LAYERS.update({
+    "dense_regularized": lambda: layers.Dense(3, kernel_regularizer=keras.regularizers.L1L2(0.01, 0.02),
+                                              bias_regularizer="l2", activity_regularizer=keras.regularizers.L1(0.1),
+                                              kernel_constraint=keras.constraints.MaxNorm(1.5, axis=0),
+                                              bias_constraint=keras.constraints.NonNeg()),
+    "conv2d_regularized": lambda: layers.Conv2D(2, 3, kernel_regularizer=keras.regularizers.OrthogonalRegularizer(0.3, "columns"),
+                                                activity_regularizer="l2", kernel_constraint=keras.constraints.UnitNorm(axis=[0, 1, 2]),
+                                                bias_constraint=keras.constraints.MinMaxNorm(0.1, 0.9, rate=0.5)),
+    "embedding_regularized": lambda: layers.Embedding(5, 2, embeddings_regularizer=keras.regularizers.L2(0.5),
+                                                      embeddings_constraint="max_norm"),
+    "lstm_regularized": lambda: layers.LSTM(3, kernel_regularizer="l1", recurrent_regularizer=keras.regularizers.L2(0.2),
+                                            bias_regularizer=keras.regularizers.L1L2(l2=0.1), activity_regularizer="l1",
+                                            kernel_constraint="unit_norm", recurrent_constraint=keras.constraints.MaxNorm(3, 1),
+                                            bias_constraint="non_neg"),
+    "gru_regularized": lambda: layers.GRU(2, recurrent_regularizer=keras.regularizers.OrthogonalRegularizer(),
+                                          recurrent_constraint=keras.constraints.MinMaxNorm(axis=1)),
+    "conv1d_regularized": lambda: layers.Conv1D(2, 2, bias_regularizer="l1", kernel_constraint=keras.constraints.MaxNorm(2, [0, 1])),
+    "simple_rnn_regularized": lambda: layers.SimpleRNN(2, kernel_regularizer="l2", bias_constraint="non_neg"),
+})
+
+
+def regularized_model(name):
+    ids = keras.Input((6,), dtype="int32")
+    image = keras.Input((4, 4, 2))
+    R, C = keras.regularizers, keras.constraints
+    e = layers.Embedding(9, 3, embeddings_regularizer=R.L2(0.01), embeddings_constraint=C.MaxNorm(0.5, axis=1))(ids)
+    s = layers.LSTM(4, kernel_regularizer=R.L1(0.001), recurrent_regularizer=R.OrthogonalRegularizer(0.01),
+                    bias_regularizer=R.L2(0.01), activity_regularizer=R.L2(0.001), kernel_constraint=C.MaxNorm(1.0),
+                    recurrent_constraint=C.UnitNorm(axis=1), bias_constraint=C.NonNeg())(e)
+    s = layers.Dense(3, kernel_regularizer=R.L1L2(0.001, 0.002), kernel_constraint=C.MaxNorm(2, axis=0),
+                     bias_constraint=C.NonNeg())(s)
+    c = layers.Conv2D(2, 3, kernel_regularizer=R.L2(0.01), activity_regularizer=R.L1(0.001),
+                      kernel_constraint=C.UnitNorm(axis=[0, 1, 2]))(image)
+    c = layers.Dense(3, kernel_regularizer=R.OrthogonalRegularizer(0.05, "columns"),
+                     kernel_constraint=C.MinMaxNorm(0.2, 0.8, rate=0.5))(layers.Flatten()(c))
+    m = keras.Model([ids, image], layers.Dense(3)(layers.Concatenate()([s, c])), name=name)
+    m.compile(optimizer=keras.optimizers.SGD(0.05), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def regularized_data(name, m, rng, n):
+    return [rng.integers(0, 9, size=(n, 6)).astype("int32"), rng.standard_normal((n, 4, 4, 2)).astype("float32")], \
+        rng.integers(0, 3, size=(n,)).astype("int32")
+
+
+def model(name):  # noqa: F811
+    return regularized_model(name) if name in REGULARIZER_MODELS else _model_before_regularizers(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return regularized_data(name, m, rng, n) if name in REGULARIZER_MODELS else _data_before_regularizers(name, m, rng, n)
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -8,11 +8,14 @@
 namespace tandem::layers {
 
 struct EmbeddingOptions {
-  std::string embeddings_initializer = "uniform";  // RandomUniform(−0.05, 0.05), as Keras
+  Initializer embeddings_initializer = "uniform";  // RandomUniform(−0.05, 0.05), as Keras
   // Id 0 is padding: the output carries a mask (batch, steps) that is 0 where the id is 0, which
   // layers after it respect (GlobalAveragePooling1D, MultiHeadAttention, recurrent layers, the
   // loss); docs/custom-layers.md, "Masks".
   bool mask_zero = false;
+  Regularizer embeddings_regularizer{};
+  Regularizer activity_regularizer{};  // of the output, divided by the batch size
+  Constraint embeddings_constraint{};  // applied after each update
   std::string name{};
 };
 // Maps integer ids (any shape) to rows of the weight `embeddings` (input_dim, output_dim): output
@@ -60,8 +63,8 @@ struct MultiHeadAttentionOptions {
   double dropout = 0.0;      // on the attention probabilities, during training only
   bool use_bias = true;
   Shape output_shape{};       // per-position output shape; empty means the query's last dimension
-  std::string kernel_initializer = "glorot_uniform";
-  std::string bias_initializer = "zeros";
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer bias_initializer = "zeros";
   // Keras takes use_causal_mask as a call argument; here it is fixed when the layer is made. As in
   // Keras, query i attends to keys j <= i (the mask is aligned at the first position).
   bool use_causal_mask = false;
@@ -82,7 +85,7 @@ struct MultiHeadAttentionOptions {
 LayerRef MultiHeadAttention(int64_t num_heads, int64_t key_dim, const MultiHeadAttentionOptions& options = {});
 
 struct PositionEmbeddingOptions {
-  std::string initializer = "glorot_uniform";
+  Initializer initializer = "glorot_uniform";
   std::string name{};
 };
 // keras_hub's PositionEmbedding: a learned weight `embeddings` (sequence_length, features). Called

@@ -26,8 +26,13 @@ struct Conv2DOptions {
   Int2 dilation_rate = 1;
   std::string activation{};        // "" = linear; the names Dense accepts
   bool use_bias = true;
-  std::string kernel_initializer = "glorot_uniform";
-  std::string bias_initializer = "zeros";
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};  // of the output, divided by the batch size
+  Constraint kernel_constraint{};      // applied after each update
+  Constraint bias_constraint{};
   std::string name{};
 };
 // 2-D convolution: kernel (kh, kw, in_channels, filters), bias (filters).
@@ -138,8 +143,13 @@ struct Conv1DOptions {
   int64_t dilation_rate = 1;
   std::string activation{};  // "" = linear; the names Dense accepts
   bool use_bias = true;
-  std::string kernel_initializer = "glorot_uniform";
-  std::string bias_initializer = "zeros";
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};  // of the output, divided by the batch size
+  Constraint kernel_constraint{};      // applied after each update
+  Constraint bias_constraint{};
   std::string name{};
 };
 // 1-D convolution over the steps axis: kernel (kernel_size, in_channels, filters), bias (filters).

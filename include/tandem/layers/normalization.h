@@ -13,10 +13,10 @@ struct BatchNormalizationOptions {
   double epsilon = 1e-3;
   bool center = true;      // learn beta
   bool scale = true;       // learn gamma
-  std::string beta_initializer = "zeros";
-  std::string gamma_initializer = "ones";
-  std::string moving_mean_initializer = "zeros";
-  std::string moving_variance_initializer = "ones";
+  Initializer beta_initializer = "zeros";
+  Initializer gamma_initializer = "ones";
+  Initializer moving_mean_initializer = "zeros";
+  Initializer moving_variance_initializer = "ones";
   std::string name{};
 };
 // Training (fit): normalises with the batch mean and biased variance over every axis but `axis`
@@ -30,8 +30,8 @@ struct LayerNormalizationOptions {
   double epsilon = 1e-3;
   bool center = true;
   bool scale = true;
-  std::string beta_initializer = "zeros";
-  std::string gamma_initializer = "ones";
+  Initializer beta_initializer = "zeros";
+  Initializer gamma_initializer = "ones";
   std::string name{};
 };
 // Normalises each sample along the last axis: gamma·(x − mean)/sqrt(var + epsilon) + beta, with the

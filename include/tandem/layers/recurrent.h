@@ -16,11 +16,18 @@ struct RecurrentOptions {
   std::string activation = "tanh";               // "tanh", "sigmoid", "relu" or "linear"
   std::string recurrent_activation = "sigmoid";  // LSTM and GRU: the gates'
   bool use_bias = true;
-  std::string kernel_initializer = "glorot_uniform";
-  std::string recurrent_initializer = "orthogonal";
-  std::string bias_initializer = "zeros";
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer recurrent_initializer = "orthogonal";
+  Initializer bias_initializer = "zeros";
   bool unit_forget_bias = true;  // LSTM: the forget gate's bias starts at 1
   bool reset_after = true;       // GRU: the reset gate applies after the recurrent product (two biases)
+  Regularizer kernel_regularizer{};
+  Regularizer recurrent_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};  // of the output (the first, with return_state), over the batch size
+  Constraint kernel_constraint{};      // applied after each update
+  Constraint recurrent_constraint{};
+  Constraint bias_constraint{};
   // Dropout of the inputs and of the recurrent state during training, one mask per sequence (the
   // same at every step), as Keras draws them.
   double dropout = 0.0;
