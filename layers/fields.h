@@ -9,7 +9,8 @@
 //       activation("activation", [](auto& a) -> auto& { return a.activation; }),
 //       field("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
 //       initializer("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
-//       unused("kernel_regularizer")};
+//       regularizer("kernel_regularizer", [](auto& a) -> auto& { return a.options.kernel_regularizer; }),
+//       unused("quantization_config")};
 //
 // Defaults live in the argument struct (the public options' member initialisers), so a default is
 // stated once. An accessor is a lambda returning a reference into the struct; the value's C++
