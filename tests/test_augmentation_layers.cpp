@@ -490,7 +490,8 @@ TEST_CASE("augmentation: Keras-made files with the layers load with Keras's conf
       // In Keras's order of keys, too.
       auto keys = [&](const std::string& text) {
         std::vector<std::string> k;
-        for (const auto& [key, value] : nlohmann::ordered_json::parse(text).at("config").at("layers").at(i).at("config").items()) k.push_back(key);
+        const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(text);  // alive through the loop
+        for (const auto& [key, value] : parsed.at("config").at("layers").at(i).at("config").items()) k.push_back(key);
         return k;
       };
       CHECK(keys(zip_entry(mine, "config.json")) == keys(zip_entry(dir / "augment.keras", "config.json")));

@@ -461,6 +461,18 @@ TEST_CASE("model save: every registered layer class rebuilds from its config") {
       tl::RandomRotation(0.25, {.interpolation = "nearest"}),
       tl::RandomZoom(0.1, tl::Factor(-0.2, 0.4), {.fill_mode = "wrap", .seed = 9}),
       tl::RandomContrast({0.1, 0.6}, {.value_range = {-1, 1}}),
+      tl::Conv2DTranspose(2, 3, {.strides = 2, .padding = "same", .output_padding = 1, .activation = "relu"}),
+      tl::DepthwiseConv2D({3, 1}, {.depth_multiplier = 2, .use_bias = false}),
+      tl::SeparableConv2D(4, 3, {.padding = "same", .depth_multiplier = 2}),
+      tl::Cropping2D({{1, 2}, {0, 3}}),
+      tl::SpatialDropout2D(0.25, 5),
+      tl::GroupNormalization({.groups = 4, .epsilon = 0.01, .center = false}),
+      tl::Rescaling(1.0 / 255, 0.5),
+      tl::Normalization({.axis = {-1}, .mean = {0.5}, .variance = {2.0}}),
+      tl::Resizing(8, 6, {.crop_to_aspect_ratio = true}),
+      tl::UpSampling2D({2, 3}, {.interpolation = "bilinear"}),
+      tl::CategoryEncoding(6, {.output_mode = "count"}),
+      tl::IntegerLookup({.num_oov_indices = 2, .vocabulary = {3, 7, 11}}),
   };
   std::set<std::string> covered;
   for (const tandem::LayerRef& layer : all) {
@@ -473,6 +485,7 @@ TEST_CASE("model save: every registered layer class rebuilds from its config") {
     covered.insert(layer->class_name());
   }
   const std::vector<std::string> registered = tl::registered_layer_classes();
+  for (const std::string& c : registered) CHECK_MESSAGE(covered.count(c), c << " is registered but not rebuilt here");
   CHECK(std::set<std::string>(registered.begin(), registered.end()) == covered);
 }
 
