@@ -25,6 +25,17 @@ struct Depthwise {
     const int64_t v = ox * w.sw - w.pad_left + kx * w.dw;
     return v >= 0 && v < w.w ? v : -1;
   }
+  // Calls f(ky, kx, iy, ix) for every kernel tap of output (oy, ox) that falls inside the image, in
+  // one fixed order (ky, then kx): the walk all three kernels share.
+  template <class F>
+  void for_each_tap(int64_t oy, int64_t ox, F&& f) const {
+    for (int64_t ky = 0; ky < w.kh; ++ky) {
+      const int64_t y = iy(oy, ky);
+      if (y < 0) continue;
+      for (int64_t kx = 0; kx < w.kw; ++kx)
+        if (const int64_t x = ix(ox, kx); x >= 0) f(ky, kx, y, x);
+    }
+  }
 };
 
 Depthwise geometry(const KernelInit& k, const Shape& x, const Shape& kernel) {
@@ -47,18 +58,12 @@ KernelFn make_depthwise_conv2d(const KernelInit& k) {
         for (int64_t ox = 0; ox < d.w.ow; ++ox) {
           T* out = y + (r * d.w.ow + ox) * cm;
           std::fill(out, out + cm, T(0));
-          for (int64_t ky = 0; ky < d.w.kh; ++ky) {
-            const int64_t iy = d.iy(oy, ky);
-            if (iy < 0) continue;
-            for (int64_t kx = 0; kx < d.w.kw; ++kx) {
-              const int64_t ix = d.ix(ox, kx);
-              if (ix < 0) continue;
-              const T* xp = x + n * d.in_size() + (iy * d.w.w + ix) * d.w.c;
-              const T* kp = kernel + (ky * d.w.kw + kx) * cm;
-              for (int64_t c = 0; c < d.w.c; ++c)
-                for (int64_t m = 0; m < d.m; ++m) out[c * d.m + m] += xp[c] * kp[c * d.m + m];
-            }
-          }
+          d.for_each_tap(oy, ox, [&](int64_t ky, int64_t kx, int64_t iy, int64_t ix) {
+            const T* xp = x + n * d.in_size() + (iy * d.w.w + ix) * d.w.c;
+            const T* kp = kernel + (ky * d.w.kw + kx) * cm;
+            for (int64_t c = 0; c < d.w.c; ++c)
+              for (int64_t m = 0; m < d.m; ++m) out[c * d.m + m] += xp[c] * kp[c * d.m + m];
+          });
         }
       }
     });
@@ -83,21 +88,15 @@ KernelFn make_depthwise_conv2d_backprop_input(const KernelInit& k) {
         for (int64_t oy = 0; oy < d.w.oh; ++oy)
           for (int64_t ox = 0; ox < d.w.ow; ++ox) {
             const T* g = dy + n * d.out_size() + (oy * d.w.ow + ox) * cm;
-            for (int64_t ky = 0; ky < d.w.kh; ++ky) {
-              const int64_t iy = d.iy(oy, ky);
-              if (iy < 0) continue;
-              for (int64_t kx = 0; kx < d.w.kw; ++kx) {
-                const int64_t ix = d.ix(ox, kx);
-                if (ix < 0) continue;
-                T* xp = img + (iy * d.w.w + ix) * d.w.c;
-                const T* kp = kernel + (ky * d.w.kw + kx) * cm;
-                for (int64_t c = 0; c < d.w.c; ++c) {
-                  T acc = T(0);
-                  for (int64_t m = 0; m < d.m; ++m) acc += g[c * d.m + m] * kp[c * d.m + m];
-                  xp[c] += acc;
-                }
+            d.for_each_tap(oy, ox, [&](int64_t ky, int64_t kx, int64_t iy, int64_t ix) {
+              T* xp = img + (iy * d.w.w + ix) * d.w.c;
+              const T* kp = kernel + (ky * d.w.kw + kx) * cm;
+              for (int64_t c = 0; c < d.w.c; ++c) {
+                T acc = T(0);
+                for (int64_t m = 0; m < d.m; ++m) acc += g[c * d.m + m] * kp[c * d.m + m];
+                xp[c] += acc;
               }
-            }
+            });
           }
       }
     });
@@ -123,17 +122,11 @@ KernelFn make_depthwise_conv2d_backprop_filter(const KernelInit& k) {
           for (int64_t oy = 0; oy < d.w.oh; ++oy)
             for (int64_t ox = 0; ox < d.w.ow; ++ox) {
               const T* g = dy + n * d.out_size() + (oy * d.w.ow + ox) * cm + c * d.m;
-              for (int64_t ky = 0; ky < d.w.kh; ++ky) {
-                const int64_t iy = d.iy(oy, ky);
-                if (iy < 0) continue;
-                for (int64_t kx = 0; kx < d.w.kw; ++kx) {
-                  const int64_t ix = d.ix(ox, kx);
-                  if (ix < 0) continue;
-                  const T xv = x[n * d.in_size() + (iy * d.w.w + ix) * d.w.c + c];
-                  T* kp = dk + (ky * d.w.kw + kx) * cm + c * d.m;
-                  for (int64_t m = 0; m < d.m; ++m) kp[m] += xv * g[m];
-                }
-              }
+              d.for_each_tap(oy, ox, [&](int64_t ky, int64_t kx, int64_t iy, int64_t ix) {
+                const T xv = x[n * d.in_size() + (iy * d.w.w + ix) * d.w.c + c];
+                T* kp = dk + (ky * d.w.kw + kx) * cm + c * d.m;
+                for (int64_t m = 0; m < d.m; ++m) kp[m] += xv * g[m];
+              });
             }
       }
     });
