@@ -86,13 +86,6 @@ def ensure_environment(build: Path, skip: bool) -> Path:
     return python
 
 
-# Warnings that say nothing about Tandem's file: Tandem's compile_config says jit_compile true,
-# and Keras, compiling a model with a layer it cannot jit-compile (RandomTranslation,
-# RandomRotation, RandomZoom), falls back to false with this warning; the model it loads computes
-# the same.
-HARMLESS_WARNINGS = ("Model doesn't support `jit_compile=True`",)
-
-
 def load_in_keras(path):
     """Keras's load_model of an archive Tandem wrote: (the model or None, whether it loaded
     without an error or a warning), printing each warning and the error."""
@@ -104,9 +97,8 @@ def load_in_keras(path):
             warnings.simplefilter("always")
             model = keras.models.load_model(path)
         for w in caught:
-            harmless = any(h in str(w.message) for h in HARMLESS_WARNINGS)
-            print(f"  warning from Keras{' (harmless)' if harmless else ''}: {w.message}")
-            clean = clean and harmless
+            print(f"  warning from Keras: {w.message}")
+            clean = False
     except Exception as e:  # noqa: BLE001 - any failure to load is the finding
         print(f"  Keras cannot load Tandem's archive: {type(e).__name__}: {e} -> FAIL")
         return None, False

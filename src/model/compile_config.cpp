@@ -217,7 +217,7 @@ Json compile_config(const CompileSettings& s, ConfigForm form) {
   if (form == ConfigForm::hdf5)
     return {{"loss", loss}, {"metrics", metrics}, {"loss_weights", weights}, {"weighted_metrics", nullptr}, {"optimizer_config", optimizer}};
   return {{"optimizer", optimizer},   {"loss", loss},        {"loss_weights", weights},   {"metrics", metrics},
-          {"weighted_metrics", nullptr}, {"run_eagerly", false}, {"steps_per_execution", 1}, {"jit_compile", true}};
+          {"weighted_metrics", nullptr}, {"run_eagerly", false}, {"steps_per_execution", 1}, {"jit_compile", s.jit_compile}};
 }
 
 CompileSettings compile_from_config(const Json& config) {

@@ -47,6 +47,9 @@ struct CompileSettings {
   std::vector<LossPtr> losses;
   std::vector<double> loss_weights;
   std::vector<std::vector<std::string>> metrics;
+  // Keras's jit_compile as its compile("auto") resolves it: false when a layer cannot be compiled
+  // by XLA (supports_jit() in model_save.cpp).
+  bool jit_compile = true;
 };
 
 // Compile settings (model/compile_config.cpp).

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <set>
 
 #include "io/atomic_file.h"
 #include "io/checksum.h"
@@ -226,6 +227,13 @@ std::unique_ptr<Model> model_from_configs(const Json& model_config, const std::o
   return model;
 }
 
+// Whether Keras on JAX would compile the model with XLA: its layer classes with supports_jit =
+// False (the image transforms, whose JAX code is not traceable) make compile("auto") write false.
+bool supports_jit(const std::vector<std::shared_ptr<Layer>>& layers) {
+  static const std::set<std::string> without_jit{"RandomTranslation", "RandomRotation", "RandomZoom"};
+  return std::none_of(layers.begin(), layers.end(), [](const auto& l) { return without_jit.count(l->class_name()) > 0; });
+}
+
 }  // namespace
 
 void Model::save(const std::string& path) {
@@ -237,7 +245,7 @@ void Model::save(const std::string& path) {
   const detail::ConfigForm form = archive ? detail::ConfigForm::archive : detail::ConfigForm::hdf5;
   Json model_config = detail::model_config(graph, form);
   std::optional<Json> training_config;
-  if (m.compiled) training_config = detail::compile_config({m.optimizer, m.losses, m.loss_weights, m.metrics}, form);
+  if (m.compiled) training_config = detail::compile_config({m.optimizer, m.losses, m.loss_weights, m.metrics, supports_jit(weights.layers)}, form);
   io::weights_layout(weights);  // the optimizer's slots must fit the model before any file is touched
 
   const RandomState random = random_state();
