@@ -18,6 +18,9 @@ namespace tandem::io {
 
 namespace {
 
+// check_writable_folder's temporary: this prefix and mkstemp's six characters.
+constexpr std::string_view kWriteProbePrefix = ".tandem-write-check-";
+
 std::string folder_of(const std::string& path) {
   const auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -67,9 +70,13 @@ void create_folders(const std::string& folder, const std::string& who) {
   sync_fd_path(created.parent_path().string(), O_RDONLY | O_DIRECTORY, "the folder");  // the new entry survives a crash too
 }
 
+bool is_write_probe(std::string_view file_name) {
+  return file_name.starts_with(kWriteProbePrefix) && file_name.size() == kWriteProbePrefix.size() + 6;  // mkstemp's six characters
+}
+
 void check_writable_folder(const std::string& folder, const std::string& who) {
   create_folders(folder, who);
-  std::string probe = folder + "/.tandem-write-check-XXXXXX";
+  std::string probe = folder + "/" + std::string(kWriteProbePrefix) + "XXXXXX";
   std::vector<char> name(probe.begin(), probe.end());
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());

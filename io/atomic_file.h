@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace tandem::io {
 
@@ -26,6 +27,9 @@ void create_folders(const std::string& folder, const std::string& who);
 // folder that cannot be written is found before work that would be lost: a tandem::Error
 // "`who`: cannot write in the folder F: <reason>".
 void check_writable_folder(const std::string& folder, const std::string& who);
+// Whether a file name is that of check_writable_folder's temporary file, which a process killed
+// between creating and removing it leaves behind: its owner removes such leftovers.
+bool is_write_probe(std::string_view file_name);
 
 // Flushes a file's data and metadata to disk (fsync). Throws tandem::Error naming the path.
 void sync_to_disk(const std::string& path);

@@ -352,6 +352,20 @@ TEST_CASE("checkpoints: BackupAndRestore resumes an interrupted fit exactly, mid
     for (int64_t at : {3, 9, 17, 24, 27}) CHECK_THROWS(train(*small_model(), dir, 4, at));
     check_same(train(*small_model(), dir, 4, 0), reference);
   }
+  SUBCASE("the temporaries a killed process leaves are removed with the backup") {
+    // A process killed while checking the folder is writable, or while writing the state or a
+    // weights file, leaves these; the folder must still go when training finishes.
+    CHECK_THROWS(train(*small_model(), dir, 4, 14));
+    for (const char* leftover : {".tandem-write-check-Ab3xYz", ".training_state.json.tmp-Q1w2E3", ".backup-a.weights.h5.tmp-zzzzzz"})
+      std::ofstream(dir / leftover) << "partial";
+    std::ofstream(dir / "notes.txt") << "the user's";
+    check_same(train(*small_model(), dir, 4, 0), reference);
+    CHECK(files_in(dir) == std::set<std::string>{"notes.txt"});  // a file not ours stays, and so does its folder
+    fs::remove(dir / "notes.txt");
+    CHECK_THROWS(train(*small_model(), dir, 4, 14));
+    std::ofstream(dir / ".tandem-write-check-Ab3xYz") << "";
+    check_same(train(*small_model(), dir, 4, 0), reference);
+  }
   SUBCASE("at epoch ends") {
     CHECK_THROWS(train(*small_model(), dir, "epoch", 22));  // backup after epoch 2 (step 18)
     const auto state = nlohmann::json::parse(read_file(dir / "training_state.json"));

@@ -64,8 +64,10 @@ std::vector<double> numbers(const json& j) {
   return out;
 }
 
-// A temporary left by an atomic write of one of our files that was interrupted: ".NAME.tmp-XXXXXX".
+// A temporary left by an atomic write of one of our files that was interrupted: ".NAME.tmp-XXXXXX",
+// or by the check that the folder is writable.
 bool our_temporary(std::string_view file) {
+  if (io::is_write_probe(file)) return true;
   if (!file.starts_with('.')) return false;
   file.remove_prefix(1);
   for (std::string_view ours : {kStateFile, kWeightsFiles[0], kWeightsFiles[1]})
