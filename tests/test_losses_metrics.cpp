@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "gradient_check.h"
@@ -234,7 +235,7 @@ TEST_CASE("metrics: in evaluate, over two batches and under Mirrored, the epoch'
   for (const json& c : refs()["metrics"]["cases"]) {
     const std::string name = c["name"];
     const std::vector<int64_t> ts = c["true_shape"], ps = c["pred_shape"];
-    if (ps.size() != 2 || c["result"].size() != 1) continue;  // per-class values: not a History entry
+    if (ps.size() != 2) continue;
     SUBCASE(name.c_str()) {
       const std::string metric = make_metric(c);
       std::vector<float> xf, yf;  // both batches, one after the other
@@ -245,7 +246,7 @@ TEST_CASE("metrics: in evaluate, over two batches and under Mirrored, the epoch'
       std::vector<int64_t> ys = ts;
       ys[0] *= 2;
       const Tensor xs = Tensor::from({2 * ps[0], ps[1]}, std::span<const float>(xf)), targets = Tensor::from(Shape(ys), std::span<const float>(yf));
-      const double keras = c["result"][0];
+      const std::vector<double> keras = c["result"];  // one value, or one per class / output
       for (bool mirrored : {false, true}) {
         INFO((mirrored ? "Mirrored on 2 devices" : "Default"));
         auto model = identity_model(ps[1]);
@@ -255,7 +256,17 @@ TEST_CASE("metrics: in evaluate, over two batches and under Mirrored, the epoch'
                         .strategy = mirrored ? tandem::distribute::Mirrored({"cpu:0", "cpu:1"}) : nullptr});
         // Default: two batches of 5; Mirrored: one batch of 10, 5 rows per device.
         const tandem::Logs logs = model->evaluate(xs, targets, {.batch_size = mirrored ? 2 * ps[0] : ps[0], .verbose = 0});
-        CHECK(logs.at(metric) == doctest::Approx(keras).epsilon(1e-5));
+        if (keras.size() == 1) {
+          CHECK(logs.at(metric) == doctest::Approx(keras[0]).epsilon(1e-5));
+          continue;
+        }
+        // Per class as `name[i]`, and their mean (the number Keras's progress bar shows) as `name`.
+        double mean = 0;
+        for (std::size_t i = 0; i < keras.size(); ++i) {
+          CHECK(logs.at(metric + "[" + std::to_string(i) + "]") == doctest::Approx(keras[i]).epsilon(1e-5));
+          mean += keras[i] / double(keras.size());
+        }
+        CHECK(logs.at(metric) == doctest::Approx(mean).epsilon(1e-5));
       }
     }
   }
@@ -285,12 +296,21 @@ TEST_CASE("metrics: saved in compile_config as Keras's metric objects and rebuil
   CHECK_THROWS_AS(tandem::metrics::F1Score({.average = "samples"}), tandem::ValueError);
   CHECK_THROWS_AS(tandem::metrics::MeanIoU(0), tandem::ValueError);
   CHECK_THROWS_WITH_AS(tandem::metrics::R2Score({.name = "mae"}), doctest::Contains("built-in metric's name"), tandem::ValueError);
-  // One F1 per class cannot be a History entry: compile says so.
+}
+
+TEST_CASE("metrics: a per-class F1Score trains and reports each class in History, and its mean in the progress bar as Keras does") {
+  // Three rows, one per class, predicted as classes 0, 2, 2: class 0 F1 = 1, class 1 = 0 (never
+  // predicted), class 2 = 2·(1/2·1)/(1/2 + 1) = 2/3 — with Keras's 1e-7 terms, within 1e-6.
   auto model = identity_model(3);
-  try {
-    model->compile({.optimizer = "sgd", .loss = "mse", .metrics = {tandem::metrics::F1Score({.name = "f1_per_class"})}});
-    FAIL("compile accepted F1Score(average=None)");
-  } catch (const tandem::ValueError& e) {
-    CHECK(std::string(e.what()).find("one F1 per class") != std::string::npos);
-  }
+  model->compile({.optimizer = tandem::optimizers::SGD(0.0), .loss = "mse", .metrics = {tandem::metrics::F1Score({.name = "f1_per_class"})}});
+  const Tensor x = Tensor::from({3, 3}, std::vector<float>{0.9f, 0.05f, 0.05f, 0.1f, 0.3f, 0.6f, 0.0f, 0.2f, 0.8f});
+  const Tensor y = Tensor::from({3, 3}, std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  std::ostringstream bar;
+  const tandem::History h = model->fit(x, y, {.epochs = 1, .batch_size = 3, .verbose = 2, .callbacks = {std::make_shared<tandem::ProgbarLogger>(bar)}});
+  CHECK(h.history.at("f1_per_class[0]")[0] == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(h.history.at("f1_per_class[1]")[0] == doctest::Approx(0.0).epsilon(1e-6));
+  CHECK(h.history.at("f1_per_class[2]")[0] == doctest::Approx(2.0 / 3).epsilon(1e-6));
+  CHECK(h.history.at("f1_per_class")[0] == doctest::Approx(5.0 / 9).epsilon(1e-6));
+  CHECK(bar.str().find("f1_per_class: 0.5556") != std::string::npos);
+  CHECK(bar.str().find("f1_per_class[") == std::string::npos);
 }

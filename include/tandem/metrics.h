@@ -29,8 +29,8 @@ void register_metric(const std::string& name, MetricFn fn, std::source_location 
 
 struct F1ScoreOptions {
   // "micro" (counts over every class), "macro" (mean of the classes' F1), "weighted" (mean weighted
-  // by each class's count of positives), or none: one F1 per class, which History cannot hold (one
-  // number per metric), so compile refuses it; a saved config keeps it.
+  // by each class's count of positives), or none: one F1 per class, in the logs and History as
+  // `name[i]` for class i, with their mean under `name` (what Keras's progress bar shows).
   std::optional<std::string> average{};
   // A prediction counts as positive above it; none: the row's largest prediction is its positive
   // (Keras's default).
@@ -41,8 +41,8 @@ struct F1ScoreOptions {
 std::string F1Score(const F1ScoreOptions& options = {});
 
 struct R2ScoreOptions {
-  // "uniform_average", "variance_weighted_average", or none (one score per output: History cannot
-  // hold it, so compile refuses it).
+  // "uniform_average", "variance_weighted_average", or none: one score per output, logged as
+  // F1Score's per-class values are (`name[i]`, and their mean under `name`).
   std::optional<std::string> class_aggregation = "uniform_average";
   int64_t num_regressors = 0;  // > 0: Keras's adjusted R², n being the count of target elements
   std::string name = "r2_score";

@@ -152,6 +152,7 @@ struct ProgbarLogger::Bar {
     // fit added the val_* keys, so a new learning_rate goes after them.
     const std::size_t known = order.size();
     for (const auto& [key, value] : logs) {
+      if (key.ends_with(']')) continue;  // one class's value ("f1_score[2]"): Keras's bar shows their mean alone
       if (!values.count(key)) order.push_back(key);
       values[key] = value;
     }

@@ -71,11 +71,7 @@ void check(const std::string& name, const Loss& loss) {
   for (const char* known : kBuiltIn)
     if (r == known) return;
   if (registry().find(r)) return;
-  if (const StatefulPtr m = find_stateful(r)) {
-    if (const std::string why = m->fit_refusal(); !why.empty())
-      throw ValueError("compile: metric \"" + name + "\" (" + m->class_name() + "): " + why);
-    return;
-  }
+  if (find_stateful(r)) return;
   std::string list = "accuracy";
   for (const char* known : kBuiltIn) list.append(", ").append(known);
   throw ValueError("compile: unknown metric '" + name + "'; expected one of " + list + ", a name given to metrics::register_metric, or a metric made with metrics::F1Score, R2Score or MeanIoU");
@@ -131,14 +127,14 @@ std::size_t sums(const std::string& name, const Loss& loss, const Shape& output)
   return 1;
 }
 
-double result(const std::string& name, const Loss& loss, std::span<const double> s, int64_t rows) {
+std::vector<double> result(const std::string& name, const Loss& loss, std::span<const double> s, int64_t rows) {
   const std::string r = resolve(name, loss);
   // Counts: [positives above, negatives above, positives, negatives].
-  if (r == "precision") return s[0] + s[1] > 0 ? s[0] / (s[0] + s[1]) : 0.0;
-  if (r == "recall") return s[2] > 0 ? s[0] / s[2] : 0.0;
-  if (r == "auc") return roc_auc(s);
-  if (const StatefulPtr m = find_stateful(r)) return m->result(s, rows).at(0);
-  return rows ? s[0] / double(rows) : 0.0;
+  if (r == "precision") return {s[0] + s[1] > 0 ? s[0] / (s[0] + s[1]) : 0.0};
+  if (r == "recall") return {s[2] > 0 ? s[0] / s[2] : 0.0};
+  if (r == "auc") return {roc_auc(s)};
+  if (const StatefulPtr m = find_stateful(r)) return m->result(s, rows);
+  return {rows ? s[0] / double(rows) : 0.0};
 }
 
 void register_metric(const std::string& name, MetricFn fn, std::source_location where) {

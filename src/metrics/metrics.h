@@ -32,7 +32,8 @@ Emitted emit(graph::Graph& g, const std::string& name, const Loss& loss, graph::
 
 // How many sums the metric keeps for an output of this shape (batch -1): 1 for a mean.
 std::size_t sums(const std::string& name, const Loss& loss, const Shape& output);
-// The metric's value from its sums over `rows` rows.
-double result(const std::string& name, const Loss& loss, std::span<const double> sums, int64_t rows);
+// The metric's value from its sums over `rows` rows: one number, or one per class (or output) for
+// F1Score(average none) and R2Score(class_aggregation none).
+std::vector<double> result(const std::string& name, const Loss& loss, std::span<const double> sums, int64_t rows);
 
 }  // namespace tandem::metrics

@@ -59,9 +59,6 @@ class F1 : public StatefulMetric {
     return {{"name", o_.name}, {"dtype", "float32"}, {"average", o_.average ? ordered_json(*o_.average) : ordered_json(nullptr)},
             {"threshold", o_.threshold ? ordered_json(*o_.threshold) : ordered_json(nullptr)}};
   }
-  std::string fit_refusal() const override {
-    return o_.average ? "" : "average none gives one F1 per class, and History holds one number per metric; use \"micro\", \"macro\" or \"weighted\"";
-  }
   std::size_t sums(const Shape& pred) const override { return 4 * static_cast<std::size_t>(pred.back()); }
   // Per class: true positives, false positives, false negatives, and Σ targets (the weights of
   // "weighted").
@@ -127,9 +124,6 @@ class R2 : public StatefulMetric {
     const auto& a = o_.class_aggregation;
     return {{"name", o_.name}, {"dtype", "float32"}, {"class_aggregation", a ? ordered_json(*a) : ordered_json(nullptr)},
             {"num_regressors", o_.num_regressors}};
-  }
-  std::string fit_refusal() const override {
-    return o_.class_aggregation ? "" : "class_aggregation none gives one score per output, and History holds one number per metric";
   }
   std::size_t sums(const Shape& pred) const override { return 4 * static_cast<std::size_t>(pred.rank() == 1 ? 1 : pred.back()); }
   // Per output: Σ w·y, Σ w·y², Σ w·(y − ŷ)², Σ w.

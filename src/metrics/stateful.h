@@ -20,8 +20,6 @@ class StatefulMetric {
   virtual std::string name() const = 0;
   virtual std::string class_name() const = 0;       // Keras's: "F1Score"
   virtual nlohmann::ordered_json config() const = 0;  // Keras's get_config
-  // Why fit cannot report it ("" when it can): a value per class, which History cannot hold.
-  virtual std::string fit_refusal() const { return ""; }
   // How many counts for predictions of this shape (batch -1).
   virtual std::size_t sums(const Shape& pred) const = 0;
   // The batch's counts, shape (sums,): each row counted by its weight (batch,) when valid (Keras's

@@ -21,6 +21,18 @@ using detail::Feeder;
 using detail::progress_verbosity;
 
 namespace {
+// A metric's values in the logs. One per class (F1Score with average none, say) gives `name[i]` for
+// class i and, under `name`, their mean: the one number Keras's progress bar shows of them.
+void put(Logs& l, const std::string& name, const std::vector<double>& values) {
+  if (values.size() == 1) {
+    l[name] = values[0];
+    return;
+  }
+  double sum = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) l[name + "[" + std::to_string(i) + "]"] = values[i], sum += values[i];
+  l[name] = values.empty() ? 0.0 : sum / double(values.size());
+}
+
 // Running means over an epoch, weighted by each batch's rows.
 struct Accumulator {
   double loss = 0;
@@ -39,7 +51,8 @@ struct Accumulator {
     for (const auto& s : slots) {
       const std::span<const double> sums(metric_sums.data() + at, s.sums);
       if (s.masked) l[s.name] = sums[1] > 0 ? sums[0] / sums[1] : 0.0;  // over the unmasked steps
-      else l[s.name] = s.metric.empty() ? (rows ? sums[0] / double(rows) : 0.0) : metrics::result(s.metric, *s.loss, sums, rows);
+      else if (s.metric.empty()) l[s.name] = rows ? sums[0] / double(rows) : 0.0;
+      else put(l, s.name, metrics::result(s.metric, *s.loss, sums, rows));
       at += s.sums;
     }
     return l;
