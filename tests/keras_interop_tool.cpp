@@ -222,8 +222,10 @@ void predict(const std::string& dir, const std::vector<std::string>& names) {
     };
     const std::vector<Tensor> x = inputs(data.at("x"));
     std::unique_ptr<tandem::Model> m = tandem::load_model(base + ".keras");
+    // No .h5 for a model whose layers keep state in the archive's assets, which the legacy file lacks.
+    const bool has_h5 = std::ifstream(base + ".h5").good();
     json out{{"y_loaded", to_json(m->predict(x).at(0))},
-             {"y_loaded_h5", to_json(tandem::load_model(base + ".h5")->predict(x).at(0))},
+             {"y_loaded_h5", has_h5 ? to_json(tandem::load_model(base + ".h5")->predict(x).at(0)) : json(nullptr)},
              {"compiled", m->optimizer() != nullptr}};
     if (m->optimizer())
       m->fit(inputs(data.at("x_next")), {from_json(data.at("y_next"), DType::I32)}, {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
@@ -231,7 +233,7 @@ void predict(const std::string& dir, const std::vector<std::string>& names) {
     out["y_saved"] = to_json(m->predict(x).at(0));
     out["iterations_saved"] = m->optimizer() ? m->optimizer()->iterations() : 0;
     write_json(base + "_tandem.json", out);
-    std::cout << "loaded archive_" << name << ".keras and .h5, saved archive_" << name << "_from_tandem.keras\n";
+    std::cout << "loaded archive_" << name << (has_h5 ? ".keras and .h5" : ".keras") << ", saved archive_" << name << "_from_tandem.keras\n";
   }
 }
 

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "io/atomic_file.h"
@@ -148,11 +149,54 @@ TrainingState parse_training_state(const std::optional<Json>& state, const std::
   return s;
 }
 
-// What a `.keras` archive holds: Keras's three entries, parsed.
+// What a `.keras` archive holds: Keras's three entries, parsed, and its assets.
 struct Archive {
   Json config, metadata;
   std::string weights;  // the model.weights.h5 image
+  std::map<std::string, std::string> assets;  // by entry name: "assets/layers/integer_lookup/vocabulary.txt"
 };
+
+// Keras keeps an adapted lookup layer's vocabulary in the archive's assets, at
+// assets/<the layer's path>/vocabulary.txt (one value a line, the special tokens first), and writes
+// "vocabulary": null in its config. Tandem's IntegerLookup takes its vocabulary from the config, so
+// it is put there: in the layers of `model` (a serialised Functional or Sequential) and of the
+// models nested in it, whose paths are "layers/<name>", as Keras's saving walks them.
+void put_asset_vocabularies(Json& model, const std::map<std::string, std::string>& assets, const std::string& prefix, const std::string& where) {
+  if (!model.is_object() || !model.contains("config") || !model.at("config").is_object()) return;
+  Json& layers = model.at("config")["layers"];
+  if (!layers.is_array()) return;
+  for (Json& layer : layers) {
+    if (!layer.is_object() || !layer.contains("config") || !layer.at("config").is_object()) continue;
+    Json& config = layer.at("config");
+    const std::string path = prefix + "layers/" + config.value("name", std::string());
+    const std::string cls = layer.value("class_name", std::string());
+    if (cls == "Functional" || cls == "Sequential" || cls == "Model") put_asset_vocabularies(layer, assets, path + "/", where);
+    if (cls != "IntegerLookup" || !config.value("vocabulary", Json()).is_null()) continue;
+    const auto asset = assets.find("assets/" + path + "/vocabulary.txt");
+    if (asset == assets.end()) continue;  // the layer says it has no vocabulary when it is called
+    std::vector<std::string> lines(1);
+    for (char c : asset->second) {
+      if (c == '\n') lines.emplace_back();
+      else lines.back().push_back(c);
+    }
+    while (!lines.empty() && lines.back().empty()) lines.pop_back();  // as Keras's load_assets
+    Json vocabulary = Json::array();
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      std::size_t used = 0;
+      int64_t value = 0;
+      try {
+        value = std::stoll(lines[i], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != lines[i].size())
+        throw ValueError(where + ": " + asset->first + " line " + std::to_string(i + 1) + ": expected an integer (IntegerLookup \"" +
+                         config.value("name", std::string()) + "\"), got \"" + lines[i] + "\"");
+      vocabulary.push_back(value);
+    }
+    config["vocabulary"] = std::move(vocabulary);
+  }
+}
 
 Archive read_archive(const std::string& path) {
   Archive a;
@@ -166,6 +210,8 @@ Archive read_archive(const std::string& path) {
     } else if (e.name == kArchiveWeights) {
       a.weights = std::move(e.bytes);
       has_weights = true;
+    } else if (e.name.starts_with("assets/")) {
+      a.assets[e.name] = std::move(e.bytes);
     } else if (e.name == "model.weights.json") {
       throw ValueError(path + ": the archive's weights are sharded (model.weights.json); Tandem reads archives with one model.weights.h5");
     }
@@ -173,6 +219,7 @@ Archive read_archive(const std::string& path) {
   if (!has_config || !has_weights)
     throw ValueError(path + ": a zip archive without " + (has_config ? kArchiveWeights : kArchiveConfig) +
                      ": not a Keras 3 `.keras` model archive");
+  put_asset_vocabularies(a.config, a.assets, "", path);
   return a;
 }
 
@@ -228,9 +275,10 @@ std::unique_ptr<Model> model_from_configs(const Json& model_config, const std::o
 }
 
 // Whether Keras on JAX would compile the model with XLA: its layer classes with supports_jit =
-// False (the image transforms, whose JAX code is not traceable) make compile("auto") write false.
+// False (the image transforms, whose JAX code is not traceable, and the lookups, which run in
+// TensorFlow) make compile("auto") write false.
 bool supports_jit(const std::vector<std::shared_ptr<Layer>>& layers) {
-  static const std::set<std::string> without_jit{"RandomTranslation", "RandomRotation", "RandomZoom"};
+  static const std::set<std::string> without_jit{"RandomTranslation", "RandomRotation", "RandomZoom", "IntegerLookup"};
   return std::none_of(layers.begin(), layers.end(), [](const auto& l) { return without_jit.count(l->class_name()) > 0; });
 }
 

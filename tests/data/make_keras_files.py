@@ -252,6 +252,11 @@ def main(names):
             raise SystemExit(f"models.json was made by Keras {models['keras_version']}, this is {keras.__version__}: remake all")
     else:
         names = MODELS + PREDICT_ONLY
+        if not have_tensorflow():  # keep the files of the models that need it as they are
+            old = json.loads((OUT / "models.json").read_text())
+            names = [n for n in names if n not in TENSORFLOW_MODELS]
+            models.update({n: old[n] for n in TENSORFLOW_MODELS if n in old})
+            print("not remade (Keras's lookup layers need TensorFlow): " + ", ".join(TENSORFLOW_MODELS))
     # The layer configs depend on nothing random: written on every run.
     (OUT / "layer_configs.json").write_text(json.dumps({"keras_version": keras.__version__, "layers": layer_configs()}, indent=1) + "\n")
     for name in names:
@@ -665,5 +670,48 @@ def model(name):  # noqa: F811
 
 def data(name, m, rng, n):  # noqa: F811
     return regularized_data(name, m, rng, n) if name in REGULARIZER_MODELS else _data_before_regularizers(name, m, rng, n)
+
+# ---- Lookups: IntegerLookup in a model (predictions only; Keras's lookup layers need TensorFlow,
+# so this model is made with KERAS_BACKEND=tensorflow and tensorflow-cpu installed) ----
+#   prep_lookup  int64 ids (4,) -> IntegerLookup(vocabulary given, 2 OOV indices, mask 0) ->
+#                Embedding -> GlobalAveragePooling1D, and IntegerLookup(multi_hot, max_tokens 6)
+#                adapted on fixed ids (its vocabulary in the archive's assets, not its config) ->
+#                Concatenate -> Dense (functional); trained one epoch
+LOOKUP_MODELS = ["prep_lookup"]
+TENSORFLOW_MODELS = LOOKUP_MODELS  # made (and checked by tests/keras_interop.py) only where TensorFlow is installed
+PREDICT_ONLY += LOOKUP_MODELS
+SEED_ORDER += LOOKUP_MODELS
+_model_before_lookups, _data_before_lookups = model, data
+LOOKUP_IDS = [0, 5, 7, 12, 36, 42, 99, 1000, 1138]
+
+
+def have_tensorflow():
+    import importlib.util
+    return importlib.util.find_spec("tensorflow") is not None
+
+
+def lookup_model(name):
+    ids = keras.Input((4,), dtype="int64")
+    given = layers.IntegerLookup(vocabulary=[12, 36, 1138, 42], num_oov_indices=2, mask_token=0)(ids)
+    embedded = layers.GlobalAveragePooling1D()(layers.Embedding(7, 3)(given))
+    adapted = layers.IntegerLookup(output_mode="multi_hot", max_tokens=6)
+    adapted.adapt(np.array([[12, 1138, 42, 42], [42, 1000, 36, 1138], [5, 5, 5, 12]], dtype="int64"))
+    m = keras.Model(ids, layers.Dense(3)(layers.Concatenate()([embedded, adapted(ids)])), name=name)
+    m.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def lookup_data(name, m, rng, n):
+    return rng.choice(LOOKUP_IDS, size=(n, 4)).astype("int64"), rng.integers(0, 3, size=(n,)).astype("int32")
+
+
+def model(name):  # noqa: F811
+    return lookup_model(name) if name in LOOKUP_MODELS else _model_before_lookups(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return lookup_data(name, m, rng, n) if name in LOOKUP_MODELS else _data_before_lookups(name, m, rng, n)
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])
