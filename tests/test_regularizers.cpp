@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "backend/device.h"
 #include "config/config_reader.h"
@@ -176,25 +177,33 @@ TEST_CASE("regularizers: a regularized model's loss and its weights after one SG
 }
 
 TEST_CASE("regularizers: each weight's penalty counts once per step under Mirrored, Pipeline micro-batches and ModelSplit") {
-  const Ref r = reference("dense");
-  // Six rows (two per device or micro-batch) drawn from the reference batch's pattern.
-  Tensor x({6, 4}, DType::F32), y({6, 2}, DType::F32);
-  for (int64_t i = 0; i < 24; ++i) x.values<float>()[i] = float(std::sin(0.7 * double(i)));
-  for (int64_t i = 0; i < 12; ++i) y.values<float>()[i] = float(std::cos(0.3 * double(i)));
-  auto run = [&](tandem::distribute::StrategyPtr strategy) {
-    tandem::Model model = dense_model();
-    compile(model, std::move(strategy));
-    model.set_weights(r.weights);
-    const double loss = model.train_on_batch(x, y).at("loss");
-    return std::make_pair(loss, model.get_weights());
-  };
-  const auto [loss, weights] = run({});
-  for (auto strategy : {tandem::distribute::Mirrored({"cpu:0", "cpu:1"}), tandem::distribute::Mirrored({"cpu:0", "cpu:1", "cpu:2"}),
-                        tandem::distribute::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {"d2"}, .micro_batches = 3}),
-                        tandem::distribute::ModelSplit({"cpu:0", "cpu:1"}, {.placement = {{"d2", "cpu:1"}}})}) {
-    const auto [l, w] = run(strategy);
-    CHECK(std::abs(l - loss) <= 1e-5);
-    for (std::size_t i = 0; i < w.size(); ++i) CHECK(max_difference(w[i], weights[i]) <= 1e-6);
+  // dense: Dense layers; attention: MultiHeadAttention, whose activity penalties come from inside
+  // its call (one per projection), and LayerNormalization. `second` starts the second stage.
+  for (const auto& [name, second, sample] : {std::tuple<std::string, std::string, Shape>{"dense", "d2", Shape{4}},
+                                             std::tuple<std::string, std::string, Shape>{"attention", "ln", Shape{4, 3}}}) {
+    INFO(name);
+    const Ref r = reference(name);
+    // Six rows (two per device or micro-batch) drawn from the reference batch's pattern.
+    std::vector<int64_t> dims{6};
+    for (int64_t d : sample.dims()) dims.push_back(d);
+    Tensor x{Shape(dims), DType::F32}, y({6, name == "dense" ? 2 : 1}, DType::F32);
+    for (int64_t i = 0; i < x.size(); ++i) x.values<float>()[i] = float(std::sin(0.7 * double(i)));
+    for (int64_t i = 0; i < y.size(); ++i) y.values<float>()[i] = float(std::cos(0.3 * double(i)));
+    auto run = [&](tandem::distribute::StrategyPtr strategy) {
+      tandem::Model model = make(name);
+      compile(model, std::move(strategy));
+      model.set_weights(r.weights);
+      const double loss = model.train_on_batch(x, y).at("loss");
+      return std::make_pair(loss, model.get_weights());
+    };
+    const auto [loss, weights] = run({});
+    for (auto strategy : {tandem::distribute::Mirrored({"cpu:0", "cpu:1"}), tandem::distribute::Mirrored({"cpu:0", "cpu:1", "cpu:2"}),
+                          tandem::distribute::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {second}, .micro_batches = 3}),
+                          tandem::distribute::ModelSplit({"cpu:0", "cpu:1"}, {.placement = {{second, "cpu:1"}}})}) {
+      const auto [l, w] = run(strategy);
+      CHECK(std::abs(l - loss) <= 1e-5);
+      for (std::size_t i = 0; i < w.size(); ++i) CHECK(max_difference(w[i], weights[i]) <= 1e-6);
+    }
   }
 }
 
