@@ -277,7 +277,7 @@ Field<Args> fixed(const char* key, Json value) {
   return {key, [value](const Args&) { return value; }, [key, value](const ConfigReader& c, Args&) { c.expect(key, value); }, nullptr};
 }
 
-// A Keras argument Tandem does not implement (a regularizer, a constraint): written as null, as
+// A Keras argument Tandem does not implement (quantization_config, renorm_clipping): written as null, as
 // Keras writes it when unused, and refused when a config sets it.
 template <class Args>
 Field<Args> unused(const char* key) {
