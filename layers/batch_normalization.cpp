@@ -15,7 +15,8 @@ struct BatchNormalizationArgs {
   BatchNormalizationOptions options;
 };
 
-const Fields<BatchNormalizationArgs> kFields{
+using O = BatchNormalizationOptions;
+const Fields<BatchNormalizationArgs> kFields({
     field<BatchNormalizationArgs>("axis", [](auto& a) -> auto& { return a.options.axis; }),
     // Keras does not check momentum; outside [0, 1] the moving averages diverge, so say so early.
     field<BatchNormalizationArgs>("momentum", [](auto& a) -> auto& { return a.options.momentum; }, rules::in_range(0, 1, true)),
@@ -33,11 +34,9 @@ const Fields<BatchNormalizationArgs> kFields{
     // Used only with renorm: written as Keras's default, any number accepted.
     Field<BatchNormalizationArgs>{"renorm_momentum", [](const BatchNormalizationArgs&) { return Json(0.99); },
                                   [](const ConfigReader& c, BatchNormalizationArgs&) { c.number("renorm_momentum", 0.99); }, nullptr},
-    unused<BatchNormalizationArgs>("beta_regularizer"),
-    unused<BatchNormalizationArgs>("gamma_regularizer"),
-    unused<BatchNormalizationArgs>("beta_constraint"),
-    unused<BatchNormalizationArgs>("gamma_constraint"),
-};
+},
+    weight_penalties<BatchNormalizationArgs>([](auto& a) -> auto& { return a.options; },
+                             {{"beta", &O::beta_regularizer, &O::beta_constraint}, {"gamma", &O::gamma_regularizer, &O::gamma_constraint}}));
 
 class BatchNormalizationLayer : public Layer {
  public:
@@ -62,8 +61,8 @@ class BatchNormalizationLayer : public Layer {
     axis_ = axis;
     channels_ = in[0][axis - 1];
     const Shape shape{channels_};
-    if (o.scale) gamma_ = add_weight("gamma", shape, o.gamma_initializer, true);
-    if (o.center) beta_ = add_weight("beta", shape, o.beta_initializer, true);
+    if (o.scale) gamma_ = add_weight("gamma", shape, o.gamma_initializer, true, o.gamma_regularizer, o.gamma_constraint);
+    if (o.center) beta_ = add_weight("beta", shape, o.beta_initializer, true, o.beta_regularizer, o.beta_constraint);
     moving_mean_ = add_weight("moving_mean", shape, o.moving_mean_initializer, false);
     moving_variance_ = add_weight("moving_variance", shape, o.moving_variance_initializer, false);
   }

@@ -40,8 +40,11 @@ std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Js
   const ConfigReader reader(class_name, config);
   reader.read_layer_basics();
   std::shared_ptr<Layer> layer = (*found)(reader);
-  // Every layer takes Keras's activity_regularizer (the base Layer's argument).
-  if (const Regularizer activity = reader.regularizer("activity_regularizer")) layer->set_activity_regularizer(activity);
+  // Every layer takes Keras's activity_regularizer (the base Layer's argument), unless its own
+  // fields read it: a layer that takes it itself sets it (Conv2D) or passes it on (MultiHeadAttention
+  // applies it to its projections, not to its output).
+  if (!reader.was_read("activity_regularizer"))
+    if (const Regularizer activity = reader.regularizer("activity_regularizer")) layer->set_activity_regularizer(activity);
   reader.check_all_read();
   if (config.contains("trainable") && !config.at("trainable").get<bool>()) layer->set_trainable(false);
   // A config may leave the name out (the layer is then named automatically), never change it.

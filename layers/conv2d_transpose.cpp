@@ -33,7 +33,7 @@ Field<Conv2DTransposeArgs> output_padding_field() {
           }};
 }
 
-const Fields<Conv2DTransposeArgs> kFields{
+const Fields<Conv2DTransposeArgs> kFields({
     required<Conv2DTransposeArgs>("filters", [](auto& a) -> auto& { return a.filters; }, rules::positive),
     required<Conv2DTransposeArgs>("kernel_size", [](auto& a) -> auto& { return a.kernel_size; }, rules::positive),
     field<Conv2DTransposeArgs>("strides", [](auto& a) -> auto& { return a.options.strides; }, rules::positive),
@@ -45,12 +45,8 @@ const Fields<Conv2DTransposeArgs> kFields{
     field<Conv2DTransposeArgs>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
     initializer<Conv2DTransposeArgs>("kernel_initializer", [](auto& a) -> auto& { return a.options.kernel_initializer; }),
     initializer<Conv2DTransposeArgs>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-    unused<Conv2DTransposeArgs>("kernel_regularizer"),
-    unused<Conv2DTransposeArgs>("bias_regularizer"),
-    unused<Conv2DTransposeArgs>("activity_regularizer"),
-    unused<Conv2DTransposeArgs>("kernel_constraint"),
-    unused<Conv2DTransposeArgs>("bias_constraint"),
-};
+},
+    kernel_bias_penalties<Conv2DTransposeArgs>([](auto& a) -> auto& { return a.options; }, true));
 
 class Conv2DTransposeLayer : public Layer {
  public:
@@ -58,6 +54,7 @@ class Conv2DTransposeLayer : public Layer {
     if (!args_.kernel_size.given) throw ValueError(who() + ": kernel_size must be given");
     args_.options.padding = detail::padding_mode(who(), args_.options.padding);  // Keras accepts any case
     kFields.check(who(), args_);
+    set_activity_regularizer(args_.options.activity_regularizer);
   }
   std::string class_name() const override { return "Conv2DTranspose"; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
@@ -66,8 +63,9 @@ class Conv2DTransposeLayer : public Layer {
     if (in.size() != 1) throw ValueError(who() + ": expected one input, got " + std::to_string(in.size()));
     detail::check_image(who(), in[0].with_batch(-1));
     const Int2& k = args_.kernel_size;
-    kernel_ = add_weight("kernel", {k.h, k.w, args_.filters, in[0][2]}, args_.options.kernel_initializer);
-    if (args_.options.use_bias) bias_ = add_weight("bias", {args_.filters}, args_.options.bias_initializer);
+    const Conv2DTransposeOptions& o = args_.options;
+    kernel_ = add_weight("kernel", {k.h, k.w, args_.filters, in[0][2]}, o.kernel_initializer, true, o.kernel_regularizer, o.kernel_constraint);
+    if (o.use_bias) bias_ = add_weight("bias", {args_.filters}, o.bias_initializer, true, o.bias_regularizer, o.bias_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

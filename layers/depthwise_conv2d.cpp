@@ -17,7 +17,8 @@ struct DepthwiseConv2DArgs {
   DepthwiseConv2DOptions options;
 };
 
-const Fields<DepthwiseConv2DArgs> kFields{
+using O = DepthwiseConv2DOptions;
+const Fields<DepthwiseConv2DArgs> kFields({
     field<DepthwiseConv2DArgs>("depth_multiplier", [](auto& a) -> auto& { return a.options.depth_multiplier; }, rules::positive),
     required<DepthwiseConv2DArgs>("kernel_size", [](auto& a) -> auto& { return a.kernel_size; }, rules::positive),
     field<DepthwiseConv2DArgs>("strides", [](auto& a) -> auto& { return a.options.strides; }, rules::positive),
@@ -28,12 +29,12 @@ const Fields<DepthwiseConv2DArgs> kFields{
     field<DepthwiseConv2DArgs>("use_bias", [](auto& a) -> auto& { return a.options.use_bias; }),
     initializer<DepthwiseConv2DArgs>("depthwise_initializer", [](auto& a) -> auto& { return a.options.depthwise_initializer; }),
     initializer<DepthwiseConv2DArgs>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-    unused<DepthwiseConv2DArgs>("depthwise_regularizer"),
-    unused<DepthwiseConv2DArgs>("bias_regularizer"),
-    unused<DepthwiseConv2DArgs>("activity_regularizer"),
-    unused<DepthwiseConv2DArgs>("depthwise_constraint"),
-    unused<DepthwiseConv2DArgs>("bias_constraint"),
-};
+},
+    // Keras names the kernel's arguments depthwise_*, the weight itself "kernel".
+    weight_penalties<DepthwiseConv2DArgs>([](auto& a) -> auto& { return a.options; },
+                                          {{"depthwise", &O::depthwise_regularizer, &O::depthwise_constraint},
+                                           {"bias", &O::bias_regularizer, &O::bias_constraint}},
+                                          &O::activity_regularizer));
 
 class DepthwiseConv2DLayer : public Layer {
  public:
@@ -41,6 +42,7 @@ class DepthwiseConv2DLayer : public Layer {
     if (!args_.kernel_size.given) throw ValueError(who() + ": kernel_size must be given");
     args_.options.padding = detail::padding_mode(who(), args_.options.padding);  // Keras accepts any case
     kFields.check(who(), args_);
+    set_activity_regularizer(args_.options.activity_regularizer);
   }
   std::string class_name() const override { return "DepthwiseConv2D"; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
@@ -49,9 +51,10 @@ class DepthwiseConv2DLayer : public Layer {
     if (in.size() != 1) throw ValueError(who() + ": expected one input, got " + std::to_string(in.size()));
     check_input(in[0].with_batch(-1));
     const Int2& k = args_.kernel_size;
-    const int64_t c = in[0][2], m = args_.options.depth_multiplier;
-    kernel_ = add_weight("kernel", {k.h, k.w, c, m}, args_.options.depthwise_initializer);
-    if (args_.options.use_bias) bias_ = add_weight("bias", {c * m}, args_.options.bias_initializer);
+    const DepthwiseConv2DOptions& o = args_.options;
+    const int64_t c = in[0][2], m = o.depth_multiplier;
+    kernel_ = add_weight("kernel", {k.h, k.w, c, m}, o.depthwise_initializer, true, o.depthwise_regularizer, o.depthwise_constraint);
+    if (o.use_bias) bias_ = add_weight("bias", {c * m}, o.bias_initializer, true, o.bias_regularizer, o.bias_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

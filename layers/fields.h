@@ -142,7 +142,7 @@ inline std::string show(const Padding2D& v) {
 
 template <class Args>
 struct Field {
-  const char* key;
+  std::string key;
   std::function<Json(const Args&)> write;
   std::function<void(const ConfigReader&, Args&)> read;
   std::function<void(const std::string& who, const Args&)> check;  // throws ValueError
@@ -193,31 +193,71 @@ Field<Args> initializer(const char* key, Get get) {
 // A regularizer or a constraint (tandem::Regularizer, tandem::Constraint): written as Keras's dict,
 // null when none; read from the dict, a name or null.
 template <class Args, class Get>
-Field<Args> regularizer(const char* key, Get get) {
+Field<Args> regularizer(std::string key, Get get) {
   return {key, [get](const Args& a) { return regularizer_json(get(a)); },
-          [get, key](const ConfigReader& c, Args& a) { get(a) = c.regularizer(key); },
+          [get, key](const ConfigReader& c, Args& a) { get(a) = c.regularizer(key.c_str()); },
           [get, key](const std::string& who, const Args& a) { check_regularizer(get(a), who + ": " + key); }};
 }
 template <class Args, class Get>
-Field<Args> constraint(const char* key, Get get) {
+Field<Args> constraint(std::string key, Get get) {
   return {key, [get](const Args& a) { return constraint_json(get(a)); },
-          [get, key](const ConfigReader& c, Args& a) { get(a) = c.constraint(key); },
+          [get, key](const ConfigReader& c, Args& a) { get(a) = c.constraint(key.c_str()); },
           [get, key](const std::string& who, const Args& a) { check_constraint(get(a), who + ": " + key); }};
 }
 
-// The standard regularizer and constraint fields of a layer with a kernel and a bias, for options
-// with Keras's member names (kernel_regularizer, bias_regularizer, kernel_constraint,
-// bias_constraint), `options` returning them: one entry of a field table,
+// One weight's penalty arguments in a layer's options: Keras's <weight>_regularizer and
+// <weight>_constraint, as members of `Options`.
+template <class Options>
+struct WeightPenalty {
+  const char* weight;  // "kernel", "depthwise", "gamma", ...
+  Regularizer Options::*regularizer;
+  Constraint Options::*constraint;
+};
+
+// The penalty fields of a layer's weights, in Keras's order: each weight's <weight>_regularizer,
+// then activity_regularizer (when `activity` is given: the layer writes it among its own
+// arguments, as Keras's convolutions do), then each weight's <weight>_constraint. `options`
+// returns the options that hold them:
+//   using O = SeparableConv2DOptions;
+//   weight_penalties<SeparableConv2DArgs>([](auto& a) -> auto& { return a.options; },
+//       {{"depthwise", &O::depthwise_regularizer, &O::depthwise_constraint},
+//        {"pointwise", &O::pointwise_regularizer, &O::pointwise_constraint},
+//        {"bias", &O::bias_regularizer, &O::bias_constraint}},
+//       &O::activity_regularizer)
+// The layer then passes each to add_weight and, unless it applies the activity regularizer
+// itself, calls set_activity_regularizer(options.activity_regularizer) in its constructor (a
+// layer without the field has activity_regularizer written and read by its base config).
+template <class Args, class Get, class Options = std::remove_cvref_t<decltype(std::declval<Get>()(std::declval<Args&>()))>>
+std::vector<Field<Args>> weight_penalties(Get options, std::initializer_list<WeightPenalty<Options>> weights,
+                                          Regularizer Options::*activity = nullptr) {
+  std::vector<Field<Args>> out;
+  for (const WeightPenalty<Options>& w : weights) {
+    const auto member = w.regularizer;
+    out.push_back(regularizer<Args>(std::string(w.weight).append("_regularizer"),
+                                    [options, member](auto& a) -> auto& { return options(a).*member; }));
+  }
+  if (activity)
+    out.push_back(regularizer<Args>("activity_regularizer", [options, activity](auto& a) -> auto& { return options(a).*activity; }));
+  for (const WeightPenalty<Options>& w : weights) {
+    const auto member = w.constraint;
+    out.push_back(constraint<Args>(std::string(w.weight).append("_constraint"),
+                                   [options, member](auto& a) -> auto& { return options(a).*member; }));
+  }
+  return out;
+}
+
+// The penalty fields of a layer with a kernel and a bias, for options with Keras's member names
+// (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint): one entry of a
+// field table,
 //   const Fields<Conv2DArgs> kFields({...the layer's own fields...},
 //                                    kernel_bias_penalties<Conv2DArgs>([](auto& a) -> auto& { return a.options; }));
-// The layer then passes them to add_weight and calls set_activity_regularizer(options.activity_regularizer)
-// in its constructor (activity_regularizer is written and read for every layer by its config).
-template <class Args, class Options>
-std::vector<Field<Args>> kernel_bias_penalties(Options options) {
-  return {regularizer<Args>("kernel_regularizer", [options](auto& a) -> auto& { return options(a).kernel_regularizer; }),
-          regularizer<Args>("bias_regularizer", [options](auto& a) -> auto& { return options(a).bias_regularizer; }),
-          constraint<Args>("kernel_constraint", [options](auto& a) -> auto& { return options(a).kernel_constraint; }),
-          constraint<Args>("bias_constraint", [options](auto& a) -> auto& { return options(a).bias_constraint; })};
+// `with_activity`: activity_regularizer among them too (see weight_penalties).
+template <class Args, class Get, class Options = std::remove_cvref_t<decltype(std::declval<Get>()(std::declval<Args&>()))>>
+std::vector<Field<Args>> kernel_bias_penalties(Get options, bool with_activity = false) {
+  return weight_penalties<Args>(options,
+                                {{"kernel", &Options::kernel_regularizer, &Options::kernel_constraint},
+                                 {"bias", &Options::bias_regularizer, &Options::bias_constraint}},
+                                with_activity ? &Options::activity_regularizer : nullptr);
 }
 
 // An activation's name ("" and "linear" are the identity, written "linear"; an alias such as
@@ -237,7 +277,7 @@ Field<Args> fixed(const char* key, Json value) {
   return {key, [value](const Args&) { return value; }, [key, value](const ConfigReader& c, Args&) { c.expect(key, value); }, nullptr};
 }
 
-// A Keras argument Tandem does not implement (a regularizer, a constraint): written as null, as
+// A Keras argument Tandem does not implement (quantization_config, renorm_clipping): written as null, as
 // Keras writes it when unused, and refused when a config sets it.
 template <class Args>
 Field<Args> unused(const char* key) {

@@ -17,7 +17,8 @@ struct GroupNormalizationArgs {
   GroupNormalizationOptions options;
 };
 
-const Fields<GroupNormalizationArgs> kFields{
+using O = GroupNormalizationOptions;
+const Fields<GroupNormalizationArgs> kFields({
     field<GroupNormalizationArgs>("groups", [](auto& a) -> auto& { return a.options.groups; },
                                   [](int64_t g) { return g > 0 || g == -1 ? "" : "positive or -1 (one group per channel)"; }),
     field<GroupNormalizationArgs>("axis", [](auto& a) -> auto& { return a.options.axis; }),
@@ -26,11 +27,9 @@ const Fields<GroupNormalizationArgs> kFields{
     field<GroupNormalizationArgs>("scale", [](auto& a) -> auto& { return a.options.scale; }),
     initializer<GroupNormalizationArgs>("beta_initializer", [](auto& a) -> auto& { return a.options.beta_initializer; }),
     initializer<GroupNormalizationArgs>("gamma_initializer", [](auto& a) -> auto& { return a.options.gamma_initializer; }),
-    unused<GroupNormalizationArgs>("beta_regularizer"),
-    unused<GroupNormalizationArgs>("gamma_regularizer"),
-    unused<GroupNormalizationArgs>("beta_constraint"),
-    unused<GroupNormalizationArgs>("gamma_constraint"),
-};
+},
+    weight_penalties<GroupNormalizationArgs>([](auto& a) -> auto& { return a.options; },
+                             {{"beta", &O::beta_regularizer, &O::beta_constraint}, {"gamma", &O::gamma_regularizer, &O::gamma_constraint}}));
 
 class GroupNormalizationLayer : public Layer {
  public:
@@ -55,8 +54,8 @@ class GroupNormalizationLayer : public Layer {
     if (channels_ < groups_ || channels_ % groups_ != 0)
       throw ValueError(who() + ": groups (" + std::to_string(groups_) + ") must divide the number of channels (" +
                        std::to_string(channels_) + ", axis " + std::to_string(o.axis) + " of input " + in[0].with_batch(-1).str() + ")");
-    if (o.scale) gamma_ = add_weight("gamma", {channels_}, o.gamma_initializer, true);
-    if (o.center) beta_ = add_weight("beta", {channels_}, o.beta_initializer, true);
+    if (o.scale) gamma_ = add_weight("gamma", {channels_}, o.gamma_initializer, true, o.gamma_regularizer, o.gamma_constraint);
+    if (o.center) beta_ = add_weight("beta", {channels_}, o.beta_initializer, true, o.beta_regularizer, o.beta_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

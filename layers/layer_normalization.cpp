@@ -14,7 +14,8 @@ struct LayerNormalizationArgs {
   LayerNormalizationOptions options;
 };
 
-const Fields<LayerNormalizationArgs> kFields{
+using O = LayerNormalizationOptions;
+const Fields<LayerNormalizationArgs> kFields({
     // Keras writes the axis it was given (-1) until the layer is built, then the list of axes
     // (config_json), so a one-element list is read as its axis.
     Field<LayerNormalizationArgs>{"axis", [](const LayerNormalizationArgs& a) { return Json(a.options.axis); },
@@ -32,11 +33,9 @@ const Fields<LayerNormalizationArgs> kFields{
     fixed<LayerNormalizationArgs>("rms_scaling", false),
     initializer<LayerNormalizationArgs>("beta_initializer", [](auto& a) -> auto& { return a.options.beta_initializer; }),
     initializer<LayerNormalizationArgs>("gamma_initializer", [](auto& a) -> auto& { return a.options.gamma_initializer; }),
-    unused<LayerNormalizationArgs>("beta_regularizer"),
-    unused<LayerNormalizationArgs>("gamma_regularizer"),
-    unused<LayerNormalizationArgs>("beta_constraint"),
-    unused<LayerNormalizationArgs>("gamma_constraint"),
-};
+},
+    weight_penalties<LayerNormalizationArgs>([](auto& a) -> auto& { return a.options; },
+                             {{"beta", &O::beta_regularizer, &O::beta_constraint}, {"gamma", &O::gamma_regularizer, &O::gamma_constraint}}));
 
 class LayerNormalizationLayer : public Layer {
  public:
@@ -68,8 +67,8 @@ class LayerNormalizationLayer : public Layer {
       throw ValueError(who() + ": only the last axis is supported (axis -1 or " + std::to_string(rank - 1) + "), got " +
                        std::to_string(o.axis));
     dim_ = in[0].back();
-    if (o.scale) gamma_ = add_weight("gamma", {dim_}, o.gamma_initializer, true);
-    if (o.center) beta_ = add_weight("beta", {dim_}, o.beta_initializer, true);
+    if (o.scale) gamma_ = add_weight("gamma", {dim_}, o.gamma_initializer, true, o.gamma_regularizer, o.gamma_constraint);
+    if (o.center) beta_ = add_weight("beta", {dim_}, o.beta_initializer, true, o.beta_regularizer, o.beta_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

@@ -28,7 +28,7 @@ struct MultiHeadAttentionArgs {
   std::optional<uint64_t> seed;  // the dropout's; none: drawn from the global seed
 };
 
-const Fields<MultiHeadAttentionArgs> kFields{
+const Fields<MultiHeadAttentionArgs> kFields({
     required<MultiHeadAttentionArgs>("num_heads", [](auto& a) -> auto& { return a.num_heads; }, rules::positive),
     required<MultiHeadAttentionArgs>("key_dim", [](auto& a) -> auto& { return a.key_dim; }, rules::positive),
     field<MultiHeadAttentionArgs>("value_dim", [](auto& a) -> auto& { return a.options.value_dim; },
@@ -56,12 +56,10 @@ const Fields<MultiHeadAttentionArgs> kFields{
     // (model/model_config.cpp).
     field<MultiHeadAttentionArgs>("use_causal_mask", [](auto& a) -> auto& { return a.options.use_causal_mask; }),
     field<MultiHeadAttentionArgs>("seed", [](auto& a) -> auto& { return a.seed; }),
-    unused<MultiHeadAttentionArgs>("kernel_regularizer"),
-    unused<MultiHeadAttentionArgs>("bias_regularizer"),
-    unused<MultiHeadAttentionArgs>("activity_regularizer"),
-    unused<MultiHeadAttentionArgs>("kernel_constraint"),
-    unused<MultiHeadAttentionArgs>("bias_constraint"),
-};
+},
+    // Keras hands them to each projection (its EinsumDense sublayers); the activity regularizer is
+    // not the layer's own (never set_activity_regularizer): emit applies it to each projection.
+    kernel_bias_penalties<MultiHeadAttentionArgs>([](auto& a) -> auto& { return a.options; }, true));
 
 class MultiHeadAttentionLayer : public Layer {
  public:
@@ -90,8 +88,9 @@ class MultiHeadAttentionLayer : public Layer {
     out_shape_ = o.output_shape.rank() ? o.output_shape : Shape{q.back()};
     // Keras's order: query, key, value, attention_output; kernel before bias in each.
     auto dense = [&](const std::string& name, Shape kernel, Shape bias) {
-      Proj p{add_weight(name + "/kernel", std::move(kernel), o.kernel_initializer), nullptr};
-      if (o.use_bias) p.bias = add_weight(name + "/bias", std::move(bias), o.bias_initializer);
+      Proj p{add_weight(name + "/kernel", std::move(kernel), o.kernel_initializer, true, o.kernel_regularizer, o.kernel_constraint),
+             nullptr, name};
+      if (o.use_bias) p.bias = add_weight(name + "/bias", std::move(bias), o.bias_initializer, true, o.bias_regularizer, o.bias_constraint);
       return p;
     };
     query_ = dense("query", {q.back(), num_heads, key_dim}, {num_heads, key_dim});
@@ -120,6 +119,7 @@ class MultiHeadAttentionLayer : public Layer {
       const Shape xs = g.type(x).shape;
       Value y = ops::matmul(g, x, ops::reshape(g, ctx.variable(*p.kernel), {xs[2], num_heads * size}));
       if (p.bias) y = ops::bias_add(g, y, ops::reshape(g, ctx.variable(*p.bias), {num_heads * size}));
+      add_activity_penalty(ctx, y, p);
       y = ops::reshape(g, y, {xs[0], xs[1], num_heads, size});
       return ops::transpose(g, y, {0, 2, 1, 3});
     };
@@ -144,6 +144,7 @@ class MultiHeadAttentionLayer : public Layer {
     const int64_t out_size = out_shape_.num_elements();
     Value y = ops::matmul(g, heads, ops::reshape(g, ctx.variable(*output_.kernel), {num_heads * value_dim, out_size}));
     if (output_.bias) y = ops::bias_add(g, y, ops::reshape(g, ctx.variable(*output_.bias), {out_size}));
+    add_activity_penalty(ctx, y, output_);
     std::vector<int64_t> dims{batch, t};
     for (int64_t d : out_shape_.dims()) dims.push_back(d);
     return ops::reshape(g, y, Shape(dims));
@@ -193,7 +194,14 @@ class MultiHeadAttentionLayer : public Layer {
 
   struct Proj {
     VariablePtr kernel, bias;
+    std::string name;  // Keras's sublayer: "query", "key", "value", "attention_output"
   };
+
+  // Keras's projections are EinsumDense sublayers given the activity regularizer: each adds its
+  // output's penalty over the batch size (the same elements as its (B, L, N, H) output).
+  void add_activity_penalty(CallContext& ctx, Value y, const Proj& p) const {
+    ctx.add_activity_penalty(y, args_.options.activity_regularizer, who() + " (" + p.name + "): activity_regularizer");
+  }
 
   // Shapes without the batch axis: (query, value[, key[, attention_mask]]), each (length,
   // features), the attention mask (query length, key length).

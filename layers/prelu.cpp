@@ -24,8 +24,8 @@ std::string axes_text(const std::vector<int64_t>& axes) {
 
 const Fields<PReLUArgs> kFields{
     initializer<PReLUArgs>("alpha_initializer", [](auto& a) -> auto& { return a.options.alpha_initializer; }),
-    unused<PReLUArgs>("alpha_regularizer"),
-    unused<PReLUArgs>("alpha_constraint"),
+    regularizer<PReLUArgs>("alpha_regularizer", [](auto& a) -> auto& { return a.options.alpha_regularizer; }),
+    constraint<PReLUArgs>("alpha_constraint", [](auto& a) -> auto& { return a.options.alpha_constraint; }),
     // Keras keeps None, or the axes as a list (one integer given becomes [axis]).
     Field<PReLUArgs>{"shared_axes",
                      [](const PReLUArgs& a) { return a.options.shared_axes.empty() ? Json(nullptr) : Json(a.options.shared_axes); },
@@ -61,7 +61,8 @@ class PReLULayer : public Layer {
       dims[static_cast<std::size_t>(axis - 1)] = 1;
     }
     sample_ = in[0];
-    alpha_ = add_weight("alpha", Shape(dims), args_.options.alpha_initializer, true);
+    alpha_ = add_weight("alpha", Shape(dims), args_.options.alpha_initializer, true, args_.options.alpha_regularizer,
+                        args_.options.alpha_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

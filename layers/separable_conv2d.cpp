@@ -19,7 +19,8 @@ struct SeparableConv2DArgs {
   SeparableConv2DOptions options;
 };
 
-const Fields<SeparableConv2DArgs> kFields{
+using O = SeparableConv2DOptions;
+const Fields<SeparableConv2DArgs> kFields({
     field<SeparableConv2DArgs>("depth_multiplier", [](auto& a) -> auto& { return a.options.depth_multiplier; }, rules::positive),
     required<SeparableConv2DArgs>("filters", [](auto& a) -> auto& { return a.filters; }, rules::positive),
     required<SeparableConv2DArgs>("kernel_size", [](auto& a) -> auto& { return a.kernel_size; }, rules::positive),
@@ -32,14 +33,12 @@ const Fields<SeparableConv2DArgs> kFields{
     initializer<SeparableConv2DArgs>("depthwise_initializer", [](auto& a) -> auto& { return a.options.depthwise_initializer; }),
     initializer<SeparableConv2DArgs>("pointwise_initializer", [](auto& a) -> auto& { return a.options.pointwise_initializer; }),
     initializer<SeparableConv2DArgs>("bias_initializer", [](auto& a) -> auto& { return a.options.bias_initializer; }),
-    unused<SeparableConv2DArgs>("depthwise_regularizer"),
-    unused<SeparableConv2DArgs>("pointwise_regularizer"),
-    unused<SeparableConv2DArgs>("bias_regularizer"),
-    unused<SeparableConv2DArgs>("activity_regularizer"),
-    unused<SeparableConv2DArgs>("depthwise_constraint"),
-    unused<SeparableConv2DArgs>("pointwise_constraint"),
-    unused<SeparableConv2DArgs>("bias_constraint"),
-};
+},
+    weight_penalties<SeparableConv2DArgs>([](auto& a) -> auto& { return a.options; },
+                                          {{"depthwise", &O::depthwise_regularizer, &O::depthwise_constraint},
+                                           {"pointwise", &O::pointwise_regularizer, &O::pointwise_constraint},
+                                           {"bias", &O::bias_regularizer, &O::bias_constraint}},
+                                          &O::activity_regularizer));
 
 class SeparableConv2DLayer : public Layer {
  public:
@@ -47,6 +46,7 @@ class SeparableConv2DLayer : public Layer {
     if (!args_.kernel_size.given) throw ValueError(who() + ": kernel_size must be given");
     args_.options.padding = detail::padding_mode(who(), args_.options.padding);  // Keras accepts any case
     kFields.check(who(), args_);
+    set_activity_regularizer(args_.options.activity_regularizer);
   }
   std::string class_name() const override { return "SeparableConv2D"; }
   std::string config_json() const override { return kFields.config_text(*this, args_); }
@@ -57,9 +57,11 @@ class SeparableConv2DLayer : public Layer {
     const SeparableConv2DOptions& o = args_.options;
     const Int2& k = args_.kernel_size;
     const int64_t c = in[0][2], m = o.depth_multiplier;
-    depthwise_ = add_weight("depthwise_kernel", {k.h, k.w, c, m}, o.depthwise_initializer);
-    pointwise_ = add_weight("pointwise_kernel", {1, 1, c * m, args_.filters}, o.pointwise_initializer);
-    if (o.use_bias) bias_ = add_weight("bias", {args_.filters}, o.bias_initializer);
+    depthwise_ = add_weight("depthwise_kernel", {k.h, k.w, c, m}, o.depthwise_initializer, true, o.depthwise_regularizer,
+                            o.depthwise_constraint);
+    pointwise_ = add_weight("pointwise_kernel", {1, 1, c * m, args_.filters}, o.pointwise_initializer, true, o.pointwise_regularizer,
+                            o.pointwise_constraint);
+    if (o.use_bias) bias_ = add_weight("bias", {args_.filters}, o.bias_initializer, true, o.bias_regularizer, o.bias_constraint);
   }
 
   graph::Value emit(CallContext& ctx, const std::vector<graph::Value>& inputs) override {

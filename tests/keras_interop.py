@@ -349,6 +349,17 @@ def multi_io_checks(build: Path, work: Path) -> bool:
     return ok and good
 
 
+def penalty_configs(model) -> dict:
+    """Every layer's set *_regularizer and *_constraint arguments, serialised, by layer and key."""
+    import keras
+    out = {}
+    for layer in model.layers:
+        for key, value in layer.get_config().items():
+            if key.endswith(("_regularizer", "_constraint")) and value is not None:
+                out[f"{layer.name}/{key}"] = keras.saving.serialize_keras_object(value)
+    return out
+
+
 def predict_only_checks(build: Path, work: Path, tensorflow_models: bool = False) -> bool:
     """(f): the models of make_keras_files.PREDICT_ONLY, both ways: those that need TensorFlow
     (Keras's lookup layers) alone when `tensorflow_models`, in a process on Keras's TensorFlow
@@ -378,14 +389,14 @@ def predict_only_checks(build: Path, work: Path, tensorflow_models: bool = False
         x_next, y_next = fixtures.data(name, model, rng, 8)
         data = {"x": fixtures.tensor(x), "x_next": fixtures.tensor(x_next), "y_next": fixtures.tensor(y_next)}
         (work / f"archive_{name}_data.json").write_text(json.dumps(data))
-        keras_y[name] = (np.asarray(model.predict(x, verbose=0)), x, model.compiled)
+        keras_y[name] = (np.asarray(model.predict(x, verbose=0)), x, model.compiled, penalty_configs(model))
     if subprocess.call([str(build / "keras_interop_tool"), "predict", str(work), *names]) != 0:
         print("Tandem cannot load Keras's files -> FAIL")
         return False
 
     ok = True
     for name in names:
-        y, x, compiled = keras_y[name]
+        y, x, compiled, penalties = keras_y[name]
         tandem = json.loads((work / f"archive_{name}_tandem.json").read_text())
         kinds = ".keras and .h5" if tandem["y_loaded_h5"] is not None else ".keras"
         print(f"{name} ({kinds}, {'compiled' if compiled else 'uncompiled'})")
@@ -407,6 +418,10 @@ def predict_only_checks(build: Path, work: Path, tensorflow_models: bool = False
         print(f"  Keras loads Tandem's archive: max |y_keras - y_tandem| = {diff:.2e}; "
               f"{'compiled, iterations ' + str(iterations) if model.compiled else 'uncompiled'} -> {'ok' if good else 'FAIL'}")
         ok &= good
+        if penalties:  # the regularizers and constraints Keras reads from Tandem's archive are Keras's own
+            same = penalty_configs(model) == penalties
+            print(f"  with Keras's {len(penalties)} regularizer and constraint arguments -> {'ok' if same else 'FAIL'}")
+            ok &= same
     return ok
 
 

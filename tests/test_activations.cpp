@@ -336,6 +336,6 @@ TEST_CASE("activations: layer configs are Keras's and bad arguments are refused 
   CHECK_FALSE(Json::parse(legacy->config_json()).contains("alpha"));
   CHECK(error_of([] { tl::layer_from_config("Softmax", tl::Json::parse(R"({"name": "s", "axis": [1, 2]})")); })
             .find("one integer axis") != std::string::npos);
-  CHECK(error_of([] { tl::layer_from_config("PReLU", tl::Json::parse(R"({"name": "p", "alpha_regularizer": {"class_name": "L2"}})")); })
+  CHECK(error_of([] { tl::layer_from_config("PReLU", tl::Json::parse(R"({"name": "p", "alpha_regularizer": {"class_name": "L3", "config": {}}})")); })
             .find("alpha_regularizer") != std::string::npos);
 }

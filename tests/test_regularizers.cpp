@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "backend/device.h"
 #include "config/config_reader.h"
 #include "io/zip_archive.h"
+#include "layers/config.h"
 #include "scratch_dir.h"
 
 namespace fs = std::filesystem;
@@ -92,7 +94,43 @@ tandem::Model seq_model() {
   return tandem::Model(x, y);
 }
 
-tandem::Model make(const std::string& name) { return name == "dense" ? dense_model() : name == "conv" ? conv_model() : seq_model(); }
+tandem::Model vision_model() {
+  auto x = tandem::Input({6, 6, 2});
+  auto h = tl::DepthwiseConv2D(2, {.depth_multiplier = 2, .activation = "tanh", .depthwise_regularizer = R::L2(0.02), .bias_regularizer = R::L1(0.03),
+                                   .activity_regularizer = R::L1(0.01), .depthwise_constraint = C::MaxNorm(0.7, {0, 1}),
+                                   .bias_constraint = C::NonNeg(), .name = "dw"})(x);
+  h = tl::BatchNormalization({.beta_regularizer = R::L1(0.02), .gamma_regularizer = R::L2(0.05), .beta_constraint = C::MaxNorm(0.4),
+                              .gamma_constraint = C::NonNeg(), .name = "bn"})(h);
+  h = tl::SeparableConv2D(3, 2, {.depthwise_regularizer = R::L1L2(0.01, 0.02), .pointwise_regularizer = R::L2(0.03), .bias_regularizer = R::L2(0.1),
+                                 .activity_regularizer = R::L2(0.01), .depthwise_constraint = C::UnitNorm({0, 1}),
+                                 .pointwise_constraint = C::MaxNorm(0.8, {0, 1, 2}), .bias_constraint = C::MinMaxNorm(0.1, 0.3, 0.5),
+                                 .name = "sep"})(h);
+  h = tl::Conv2DTranspose(2, 2, {.strides = 2, .kernel_regularizer = R::L1(0.02), .bias_regularizer = R::L2(0.05),
+                                 .activity_regularizer = R::L1(0.005), .kernel_constraint = C::MaxNorm(0.5, {0, 1, 3}),
+                                 .bias_constraint = C::NonNeg(), .name = "tconv"})(h);
+  h = tl::GroupNormalization({.groups = 2, .beta_regularizer = R::L2(0.03), .gamma_regularizer = R::L1(0.02), .beta_constraint = C::UnitNorm(),
+                              .gamma_constraint = C::MaxNorm(1.2), .name = "gn"})(h);
+  h = tl::PReLU({.shared_axes = {1, 2}, .alpha_regularizer = R::L2(0.1), .alpha_constraint = C::NonNeg(), .name = "prelu"})(h);
+  return tandem::Model(x, tl::Dense(1, "", {.name = "out"})(tl::Flatten()(h)));
+}
+
+tandem::Model attention_model() {
+  auto x = tandem::Input({4, 3});
+  auto h = tl::MultiHeadAttention(2, 3, {.kernel_regularizer = R::L2(0.02), .bias_regularizer = R::L1(0.01), .activity_regularizer = R::L2(0.005),
+                                         .kernel_constraint = C::MaxNorm(0.6, {0}), .bias_constraint = C::NonNeg(), .name = "mha"})({x, x});
+  h = tl::LayerNormalization({.beta_regularizer = R::L1(0.02), .gamma_regularizer = R::L2(0.03), .beta_constraint = C::MaxNorm(0.3),
+                              .gamma_constraint = C::MinMaxNorm(0.5, 1.0, 0.8), .name = "ln"})(h);
+  return tandem::Model(x, tl::Dense(1, "", {.name = "out"})(tl::Flatten()(h)));
+}
+
+tandem::Model make(const std::string& name) {
+  if (name == "dense") return dense_model();
+  if (name == "conv") return conv_model();
+  if (name == "vision") return vision_model();
+  if (name == "attention") return attention_model();
+  return seq_model();
+}
+const char* const kModels[] = {"dense", "conv", "seq", "vision", "attention"};
 
 struct Ref {
   Json m;
@@ -115,7 +153,10 @@ void compile(tandem::Model& model, tandem::distribute::StrategyPtr strategy = {}
 }  // namespace
 
 TEST_CASE("regularizers: a regularized model's loss and its weights after one SGD step with constraints equal Keras 3's") {
-  for (const std::string name : {"dense", "conv", "seq"}) {
+  // dense, conv, seq: Dense, Conv2D, Conv1D, Embedding and the recurrent layers; vision:
+  // DepthwiseConv2D, BatchNormalization, SeparableConv2D, Conv2DTranspose, GroupNormalization and
+  // PReLU; attention: MultiHeadAttention (its regularizers on every projection) and LayerNormalization.
+  for (const std::string name : kModels) {
     INFO(name);
     const Ref r = reference(name);
     tandem::Model model = make(name);
@@ -136,25 +177,33 @@ TEST_CASE("regularizers: a regularized model's loss and its weights after one SG
 }
 
 TEST_CASE("regularizers: each weight's penalty counts once per step under Mirrored, Pipeline micro-batches and ModelSplit") {
-  const Ref r = reference("dense");
-  // Six rows (two per device or micro-batch) drawn from the reference batch's pattern.
-  Tensor x({6, 4}, DType::F32), y({6, 2}, DType::F32);
-  for (int64_t i = 0; i < 24; ++i) x.values<float>()[i] = float(std::sin(0.7 * double(i)));
-  for (int64_t i = 0; i < 12; ++i) y.values<float>()[i] = float(std::cos(0.3 * double(i)));
-  auto run = [&](tandem::distribute::StrategyPtr strategy) {
-    tandem::Model model = dense_model();
-    compile(model, std::move(strategy));
-    model.set_weights(r.weights);
-    const double loss = model.train_on_batch(x, y).at("loss");
-    return std::make_pair(loss, model.get_weights());
-  };
-  const auto [loss, weights] = run({});
-  for (auto strategy : {tandem::distribute::Mirrored({"cpu:0", "cpu:1"}), tandem::distribute::Mirrored({"cpu:0", "cpu:1", "cpu:2"}),
-                        tandem::distribute::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {"d2"}, .micro_batches = 3}),
-                        tandem::distribute::ModelSplit({"cpu:0", "cpu:1"}, {.placement = {{"d2", "cpu:1"}}})}) {
-    const auto [l, w] = run(strategy);
-    CHECK(std::abs(l - loss) <= 1e-5);
-    for (std::size_t i = 0; i < w.size(); ++i) CHECK(max_difference(w[i], weights[i]) <= 1e-6);
+  // dense: Dense layers; attention: MultiHeadAttention, whose activity penalties come from inside
+  // its call (one per projection), and LayerNormalization. `second` starts the second stage.
+  for (const auto& [name, second, sample] : {std::tuple<std::string, std::string, Shape>{"dense", "d2", Shape{4}},
+                                             std::tuple<std::string, std::string, Shape>{"attention", "ln", Shape{4, 3}}}) {
+    INFO(name);
+    const Ref r = reference(name);
+    // Six rows (two per device or micro-batch) drawn from the reference batch's pattern.
+    std::vector<int64_t> dims{6};
+    for (int64_t d : sample.dims()) dims.push_back(d);
+    Tensor x{Shape(dims), DType::F32}, y({6, name == "dense" ? 2 : 1}, DType::F32);
+    for (int64_t i = 0; i < x.size(); ++i) x.values<float>()[i] = float(std::sin(0.7 * double(i)));
+    for (int64_t i = 0; i < y.size(); ++i) y.values<float>()[i] = float(std::cos(0.3 * double(i)));
+    auto run = [&](tandem::distribute::StrategyPtr strategy) {
+      tandem::Model model = make(name);
+      compile(model, std::move(strategy));
+      model.set_weights(r.weights);
+      const double loss = model.train_on_batch(x, y).at("loss");
+      return std::make_pair(loss, model.get_weights());
+    };
+    const auto [loss, weights] = run({});
+    for (auto strategy : {tandem::distribute::Mirrored({"cpu:0", "cpu:1"}), tandem::distribute::Mirrored({"cpu:0", "cpu:1", "cpu:2"}),
+                          tandem::distribute::Pipeline({"cpu:0", "cpu:1"}, {.boundaries = {second}, .micro_batches = 3}),
+                          tandem::distribute::ModelSplit({"cpu:0", "cpu:1"}, {.placement = {{second, "cpu:1"}}})}) {
+      const auto [l, w] = run(strategy);
+      CHECK(std::abs(l - loss) <= 1e-5);
+      for (std::size_t i = 0; i < w.size(); ++i) CHECK(max_difference(w[i], weights[i]) <= 1e-6);
+    }
   }
 }
 
@@ -269,26 +318,26 @@ std::map<std::string, Json> penalties(const Json& config) {
       }
   return out;
 }
-}  // namespace
 
-TEST_CASE("regularizers: a Keras-made model with regularizers and constraints loads, predicts, and is written back with them") {
-  // tests/data/keras/regularized.keras and .h5 (tests/data/make_keras_files.py): Embedding, LSTM,
-  // Conv2D and Dense layers with every regularizer and constraint class, two inputs.
+// A Keras-made model (tests/data/keras/<name>.keras and .h5, tests/data/make_keras_files.py) loads
+// and predicts as Keras did, with `regularized` weights that have a regularizer and `constrained`
+// with a constraint, and Tandem writes every regularizer and constraint of its config back as
+// Keras wrote it.
+void check_keras_file(const std::string& name, const std::vector<Tensor>& x, int regularized, int constrained) {
   const fs::path dir = kData / "keras";
-  const Json m = read_json(dir / "models.json").at("regularized");
-  const std::vector<Tensor> x{tensor_of(m.at("x")[0], DType::I32), tensor_of(m.at("x")[1], DType::F32)};
+  const Json m = read_json(dir / "models.json").at(name);
   for (const std::string ext : {".keras", ".h5"}) {
-    INFO(ext);
-    std::unique_ptr<tandem::Model> model = tandem::load_model((dir / ("regularized" + ext)).string());
+    INFO(name << ext);
+    std::unique_ptr<tandem::Model> model = tandem::load_model((dir / (name + ext)).string());
     CHECK(max_difference(model->predict(x)[0], tensor_of(m.at("y"), DType::F32)) <= 1e-5);
-    int regularized = 0, constrained = 0;
-    for (const tandem::VariablePtr& w : model->weights()) regularized += bool(w->regularizer()), constrained += bool(w->constraint());
-    CHECK(regularized == 7);
-    CHECK(constrained == 8);
+    int r = 0, c = 0;
+    for (const tandem::VariablePtr& w : model->weights()) r += bool(w->regularizer()), c += bool(w->constraint());
+    CHECK(r == regularized);
+    CHECK(c == constrained);
   }
-  const fs::path mine = scratch_root.fresh("keras_file") / "regularized.keras";
-  tandem::load_model((dir / "regularized.keras").string())->save(mine.string());
-  const auto keras = penalties(Json::parse(zip_entry(dir / "regularized.keras", "config.json")));
+  const fs::path mine = scratch_root.fresh("keras_file_" + name) / (name + ".keras");
+  tandem::load_model((dir / (name + ".keras")).string())->save(mine.string());
+  const auto keras = penalties(Json::parse(zip_entry(dir / (name + ".keras"), "config.json")));
   const auto ours = penalties(Json::parse(zip_entry(mine, "config.json")));
   CHECK(keras.size() >= 20);
   for (const auto& [key, value] : keras) {
@@ -297,6 +346,114 @@ TEST_CASE("regularizers: a Keras-made model with regularizers and constraints lo
     CHECK(ours.at(key) == value);
   }
   CHECK(ours.size() == keras.size());
+}
+}  // namespace
+
+TEST_CASE("regularizers: a Keras-made model with regularizers and constraints loads, predicts, and is written back with them") {
+  // Embedding, LSTM, Conv2D and Dense layers with every regularizer and constraint class, two inputs.
+  const Json m = read_json(kData / "keras" / "models.json").at("regularized");
+  check_keras_file("regularized", {tensor_of(m.at("x")[0], DType::I32), tensor_of(m.at("x")[1], DType::F32)}, 7, 8);
+}
+
+TEST_CASE("regularizers: a Keras-made model with regularized vision, normalisation, PReLU and attention layers loads with them") {
+  // DepthwiseConv2D, BatchNormalization, SeparableConv2D, Conv2DTranspose, GroupNormalization,
+  // PReLU, MultiHeadAttention and LayerNormalization, each weight with a regularizer and a
+  // constraint (22 of each: MultiHeadAttention's 8 projections' kernels and biases among them).
+  const Json m = read_json(kData / "keras" / "models.json").at("regularized_layers");
+  check_keras_file("regularized_layers", {tensor_of(m.at("x")[0], DType::F32), tensor_of(m.at("x")[1], DType::F32)}, 22, 22);
+}
+
+namespace {
+// Keras's regularizer and constraint classes are serialised like this (keras.regularizers.serialize).
+const char* const kL1L2 = R"({"module": "keras.regularizers", "class_name": "L1L2", "config": {"l1": 0.25, "l2": 0.5}, "registered_name": null})";
+const char* const kMaxNorm =
+    R"({"module": "keras.constraints", "class_name": "MaxNorm", "config": {"max_value": 3.0, "axis": [0, 1]}, "registered_name": null})";
+struct PenaltyArgs {
+  const char* class_name;
+  const char* required;  // the config's other arguments
+  std::vector<const char*> regularizers, constraints;
+};
+const std::vector<PenaltyArgs> kPenaltyArgs{
+    {"Conv2DTranspose", R"({"filters": 2, "kernel_size": [2, 2]})", {"kernel_regularizer", "bias_regularizer", "activity_regularizer"},
+     {"kernel_constraint", "bias_constraint"}},
+    {"DepthwiseConv2D", R"({"kernel_size": [2, 2]})", {"depthwise_regularizer", "bias_regularizer", "activity_regularizer"},
+     {"depthwise_constraint", "bias_constraint"}},
+    {"SeparableConv2D", R"({"filters": 2, "kernel_size": [2, 2]})",
+     {"depthwise_regularizer", "pointwise_regularizer", "bias_regularizer", "activity_regularizer"},
+     {"depthwise_constraint", "pointwise_constraint", "bias_constraint"}},
+    {"PReLU", "{}", {"alpha_regularizer"}, {"alpha_constraint"}},
+    {"BatchNormalization", "{}", {"beta_regularizer", "gamma_regularizer"}, {"beta_constraint", "gamma_constraint"}},
+    {"LayerNormalization", "{}", {"beta_regularizer", "gamma_regularizer"}, {"beta_constraint", "gamma_constraint"}},
+    {"GroupNormalization", R"({"groups": 2})", {"beta_regularizer", "gamma_regularizer"}, {"beta_constraint", "gamma_constraint"}},
+    {"MultiHeadAttention", R"({"num_heads": 2, "key_dim": 3})", {"kernel_regularizer", "bias_regularizer", "activity_regularizer"},
+     {"kernel_constraint", "bias_constraint"}},
+};
+}  // namespace
+
+TEST_CASE("regularizers: every regularizer and constraint argument of the vision, normalisation, PReLU and attention layers round-trips") {
+  namespace cfg = tandem::config;
+  for (const PenaltyArgs& p : kPenaltyArgs) {
+    std::vector<std::pair<const char*, const char*>> args;
+    for (const char* key : p.regularizers) args.emplace_back(key, kL1L2);
+    for (const char* key : p.constraints) args.emplace_back(key, kMaxNorm);
+    for (const auto& [key, value] : args) {
+      INFO(p.class_name << " " << key);
+      cfg::Json config = cfg::Json::parse(p.required);
+      config["name"] = "x";
+      config[key] = cfg::Json::parse(value);
+      const std::shared_ptr<tandem::Layer> layer = tl::layer_from_config(p.class_name, config);
+      const Json written = Json::parse(layer->config_json());
+      CHECK(written.at(key) == Json::parse(value));
+      // Every other penalty argument is written null, as Keras writes "none".
+      for (const auto& [other, ignored] : args)
+        if (std::string(other) != key) CHECK(written.at(other).is_null());
+      // MultiHeadAttention hands its activity regularizer to its projections: the layer's own
+      // output has none (Keras's base Layer holds None); the convolutions' is their output's.
+      if (std::string(key) == "activity_regularizer")
+        CHECK(bool(layer->activity_regularizer()) == (std::string(p.class_name) != "MultiHeadAttention"));
+      // The rebuilt layer writes the same again.
+      CHECK(Json::parse(tl::layer_from_config(p.class_name, cfg::Json::parse(layer->config_json()))->config_json()) == written);
+
+      // A value Tandem cannot read is refused naming the layer and the argument.
+      config[key] = std::string(key).ends_with("_constraint") ? "max" : "l3";
+      std::string error;
+      try {
+        tl::layer_from_config(p.class_name, config);
+      } catch (const tandem::ValueError& e) {
+        error = e.what();
+      }
+      INFO(error);
+      CHECK(error.find(std::string(p.class_name) + " \"x\"") != std::string::npos);
+      CHECK(error.find(key) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("regularizers: a bad regularizer or constraint given to the vision, normalisation, PReLU or attention layers names the layer and argument") {
+  auto refused = [](auto make, const std::string& message) {
+    CHECK_THROWS_WITH_AS(make(), doctest::Contains(message.c_str()), tandem::ValueError);
+  };
+  tandem::Regularizer negative = R::L2();
+  negative.l2 = -1;  // what a config could hold; the factories refuse it at once
+  refused([] { return tl::Conv2DTranspose(2, 2, {.kernel_regularizer = "l3", .name = "t"}); },
+          "Conv2DTranspose \"t\": kernel_regularizer: unknown regularizer 'l3'");
+  refused([] { return tl::Conv2DTranspose(2, 2, {.bias_constraint = "max", .name = "t"}); },
+          "Conv2DTranspose \"t\": bias_constraint: unknown constraint 'max'");
+  refused([&] { return tl::DepthwiseConv2D(2, {.depthwise_regularizer = negative, .name = "d"}); },
+          "DepthwiseConv2D \"d\": depthwise_regularizer: regularizer L2: l2 must be a non-negative finite number");
+  refused([] { return tl::DepthwiseConv2D(2, {.depthwise_constraint = "unit", .name = "d"}); }, "DepthwiseConv2D \"d\": depthwise_constraint");
+  refused([] { return tl::SeparableConv2D(2, 2, {.pointwise_regularizer = "l3", .name = "s"}); }, "SeparableConv2D \"s\": pointwise_regularizer");
+  refused([] { return tl::SeparableConv2D(2, 2, {.activity_regularizer = "l3", .name = "s"}); }, "SeparableConv2D \"s\": activity_regularizer");
+  refused([] { return tl::SeparableConv2D(2, 2, {.pointwise_constraint = "max", .name = "s"}); }, "SeparableConv2D \"s\": pointwise_constraint");
+  refused([] { return tl::PReLU({.alpha_regularizer = "l3", .name = "p"}); }, "PReLU \"p\": alpha_regularizer");
+  refused([] { return tl::PReLU({.alpha_constraint = "max", .name = "p"}); }, "PReLU \"p\": alpha_constraint");
+  refused([] { return tl::BatchNormalization({.gamma_regularizer = "l3", .name = "b"}); }, "BatchNormalization \"b\": gamma_regularizer");
+  refused([] { return tl::LayerNormalization({.beta_constraint = "max", .name = "l"}); }, "LayerNormalization \"l\": beta_constraint");
+  refused([] { return tl::GroupNormalization({.groups = 2, .gamma_constraint = "max", .name = "g"}); },
+          "GroupNormalization \"g\": gamma_constraint");
+  refused([] { return tl::MultiHeadAttention(2, 3, {.activity_regularizer = "l3", .name = "m"}); },
+          "MultiHeadAttention \"m\": activity_regularizer");
+  refused([] { return tl::MultiHeadAttention(2, 3, {.bias_constraint = "max", .name = "m"}); }, "MultiHeadAttention \"m\": bias_constraint");
 }
 
 TEST_CASE("regularizers: the gradient of a regularized float64 loss matches finite differences of that loss") {
@@ -371,7 +528,7 @@ TEST_CASE("regularizers: on gpu:0 the penalties and the constraints' kernel give
     MESSAGE("skipped: " << missing);
     return;
   }
-  for (const std::string name : {"dense", "conv", "seq"}) {
+  for (const std::string name : kModels) {
     INFO(name);
     const Ref r = reference(name);
     auto run = [&](const std::string& device) {

@@ -70,6 +70,8 @@ class ConfigReader {
 
   [[noreturn]] void fail(const char* key, const std::string& expected) const;
   bool has(const char* key) const;
+  // Whether an accessor has read `key` (the layer's own field table took it).
+  bool was_read(const char* key) const { return read_.count(key) > 0; }
 
  private:
   const Json& at(const char* key) const;

@@ -23,6 +23,12 @@ class CallContext {
   // Losses the layers add as they are emitted (Keras's add_loss: activity regularizers), scalars
   // the training and evaluation loss sums.
   std::vector<graph::Value> added_losses;
+  // Keras's activity penalty of one output y: r's penalty of y divided by its batch size (the
+  // whole step's: a micro-batch's rows times their count, so that the micro-batches' terms sum to
+  // Keras's penalty of the batch), added to added_losses; a non-float y adds nothing. `owner`
+  // names the layer and argument in errors. Layer calls add their outputs' (Layer.__call__); a
+  // layer whose sublayers carry the regularizer (MultiHeadAttention) adds theirs.
+  void add_activity_penalty(graph::Value y, const Regularizer& r, const std::string& owner);
   // Input i's mask, or an invalid value if it has none.
   graph::Value input_mask(std::size_t i) const { return i < input_masks.size() ? input_masks[i] : graph::Value{}; }
 

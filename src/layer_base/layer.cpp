@@ -192,20 +192,20 @@ std::vector<Symbol> Layer::outputs(const std::vector<Symbol>& xs) {
   return ys;
 }
 
+void CallContext::add_activity_penalty(graph::Value y, const Regularizer& r, const std::string& owner) {
+  const TensorType t = g.type(y);
+  if (!r || !ops::is_float(t.dtype)) return;
+  graph::Value loss = regularization_penalty(g, y, r, owner);
+  if (t.shape.rank() > 0) loss = ops::scale(g, loss, 1.0 / (double(t.shape[0]) * double(micro_batches)));
+  added_losses.push_back(loss);
+}
+
 namespace {
-// Keras's Layer.__call__: the activity regularizer's penalty of each float output, divided by its
-// batch size (here the whole step's: a micro-batch's rows times their count, so that the sum over
-// micro-batches is Keras's penalty of the batch), goes to the loss.
+// Keras's Layer.__call__: the activity regularizer's penalty of each float output goes to the loss.
 void add_activity_losses(const Layer& layer, CallContext& ctx, const std::vector<graph::Value>& outputs) {
   if (!layer.activity_regularizer()) return;
-  for (graph::Value y : outputs) {
-    const TensorType t = ctx.g.type(y);
-    if (!ops::is_float(t.dtype)) continue;
-    graph::Value loss = regularization_penalty(ctx.g, y, layer.activity_regularizer(),
-                                               layer.class_name() + " \"" + layer.name() + "\": activity_regularizer");
-    if (t.shape.rank() > 0) loss = ops::scale(ctx.g, loss, 1.0 / (double(t.shape[0]) * double(ctx.micro_batches)));
-    ctx.added_losses.push_back(loss);
-  }
+  for (graph::Value y : outputs)
+    ctx.add_activity_penalty(y, layer.activity_regularizer(), layer.class_name() + " \"" + layer.name() + "\": activity_regularizer");
 }
 }  // namespace
 

@@ -713,5 +713,83 @@ def data(name, m, rng, n):  # noqa: F811
     return lookup_data(name, m, rng, n) if name in LOOKUP_MODELS else _data_before_lookups(name, m, rng, n)
 
 
+# ---- Regularizers and constraints on the vision, activation, normalisation and attention layers ----
+#   regularized_layers  DepthwiseConv2D -> BatchNormalization -> SeparableConv2D -> Conv2DTranspose ->
+#                       GroupNormalization -> PReLU -> Flatten and, from a second input,
+#                       MultiHeadAttention -> LayerNormalization -> Flatten, concatenated -> Dense,
+#                       every weight with a regularizer and a constraint (functional, two inputs: an
+#                       image (6, 6, 2) and a sequence (4, 3)); trained one epoch
+PENALTY_LAYER_MODELS = ["regularized_layers"]
+PREDICT_ONLY += PENALTY_LAYER_MODELS
+SEED_ORDER += PENALTY_LAYER_MODELS
+_model_before_penalty_layers, _data_before_penalty_layers = model, data
+LAYERS.update({
+    "conv2d_transpose_regularized": lambda: layers.Conv2DTranspose(
+        2, 3, kernel_regularizer=keras.regularizers.L1L2(0.01, 0.02), bias_regularizer="l2", activity_regularizer="l1",
+        kernel_constraint=keras.constraints.MaxNorm(1.5, axis=[0, 1, 3]), bias_constraint="non_neg"),
+    "depthwise_conv2d_regularized": lambda: layers.DepthwiseConv2D(
+        3, depthwise_regularizer=keras.regularizers.L2(0.5), bias_regularizer="l1", activity_regularizer=keras.regularizers.L2(0.1),
+        depthwise_constraint=keras.constraints.UnitNorm(axis=[0, 1]), bias_constraint=keras.constraints.MinMaxNorm(0.1, 0.9)),
+    "separable_conv2d_regularized": lambda: layers.SeparableConv2D(
+        4, 3, depthwise_regularizer="l2", pointwise_regularizer=keras.regularizers.L1(0.2), bias_regularizer=keras.regularizers.L1L2(0.01, 0.01),
+        activity_regularizer="l2", depthwise_constraint="max_norm", pointwise_constraint=keras.constraints.MaxNorm(3, axis=[0, 1, 2]),
+        bias_constraint="non_neg"),
+    "prelu_regularized": lambda: layers.PReLU(alpha_regularizer=keras.regularizers.L2(0.3), alpha_constraint="non_neg"),
+    "batch_normalization_regularized": lambda: layers.BatchNormalization(
+        beta_regularizer="l1", gamma_regularizer=keras.regularizers.L2(0.2), beta_constraint=keras.constraints.MaxNorm(2),
+        gamma_constraint="non_neg"),
+    "layer_normalization_regularized": lambda: layers.LayerNormalization(
+        beta_regularizer=keras.regularizers.L1L2(0.1, 0.2), gamma_regularizer="l2", beta_constraint="unit_norm",
+        gamma_constraint=keras.constraints.MinMaxNorm(0.5, 1.5, rate=0.5)),
+    "group_normalization_regularized": lambda: layers.GroupNormalization(
+        groups=2, beta_regularizer="l2", gamma_regularizer=keras.regularizers.L1(0.05), beta_constraint="non_neg",
+        gamma_constraint=keras.constraints.MaxNorm(1.5)),
+    "multi_head_attention_regularized": lambda: layers.MultiHeadAttention(
+        2, 3, kernel_regularizer=keras.regularizers.L2(0.01), bias_regularizer="l1", activity_regularizer=keras.regularizers.L1(0.02),
+        kernel_constraint=keras.constraints.MaxNorm(2, axis=0), bias_constraint="non_neg"),
+})
+
+
+def penalty_layers_model(name):
+    image = keras.Input((6, 6, 2))
+    seq = keras.Input((4, 3))
+    R, C = keras.regularizers, keras.constraints
+    h = layers.DepthwiseConv2D(2, depth_multiplier=2, depthwise_regularizer=R.L2(0.01), bias_regularizer=R.L1(0.01),
+                               activity_regularizer=R.L1(0.001), depthwise_constraint=C.MaxNorm(1.0, axis=[0, 1]),
+                               bias_constraint=C.NonNeg())(image)
+    h = layers.BatchNormalization(beta_regularizer=R.L1(0.01), gamma_regularizer=R.L2(0.01), beta_constraint=C.MaxNorm(1.0),
+                                  gamma_constraint=C.NonNeg())(h)
+    h = layers.SeparableConv2D(3, 2, depthwise_regularizer=R.L1L2(0.001, 0.002), pointwise_regularizer=R.L2(0.01),
+                               bias_regularizer=R.L2(0.01), activity_regularizer=R.L2(0.001), depthwise_constraint=C.UnitNorm(axis=[0, 1]),
+                               pointwise_constraint=C.MaxNorm(2.0, axis=[0, 1, 2]), bias_constraint=C.MinMaxNorm(0.0, 0.5, rate=0.5))(h)
+    h = layers.Conv2DTranspose(2, 2, strides=2, kernel_regularizer=R.L1(0.001), bias_regularizer=R.L2(0.01),
+                               activity_regularizer=R.L1(0.001), kernel_constraint=C.MaxNorm(1.5, axis=[0, 1, 3]),
+                               bias_constraint=C.NonNeg())(h)
+    h = layers.GroupNormalization(groups=2, beta_regularizer=R.L2(0.01), gamma_regularizer=R.L1(0.01), beta_constraint=C.MaxNorm(1.0),
+                                  gamma_constraint=C.NonNeg())(h)
+    h = layers.PReLU(alpha_regularizer=R.L2(0.01), alpha_constraint=C.NonNeg(), shared_axes=[1, 2])(h)
+    a = layers.MultiHeadAttention(2, 3, kernel_regularizer=R.L2(0.01), bias_regularizer=R.L1(0.01), activity_regularizer=R.L2(0.001),
+                                  kernel_constraint=C.MaxNorm(2.0, axis=0), bias_constraint=C.NonNeg())(seq, seq)
+    a = layers.LayerNormalization(beta_regularizer=R.L1(0.01), gamma_regularizer=R.L2(0.01), beta_constraint=C.MaxNorm(1.0),
+                                  gamma_constraint=C.MinMaxNorm(0.5, 1.5, rate=0.5))(a)
+    joined = layers.Concatenate()([layers.Flatten()(h), layers.Flatten()(a)])
+    m = keras.Model([image, seq], layers.Dense(3)(joined), name=name)
+    m.compile(optimizer=keras.optimizers.SGD(0.05), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def penalty_layers_data(name, m, rng, n):
+    return [rng.standard_normal((n, 6, 6, 2)).astype("float32"), rng.standard_normal((n, 4, 3)).astype("float32")], \
+        rng.integers(0, 3, size=(n,)).astype("int32")
+
+
+def model(name):  # noqa: F811
+    return penalty_layers_model(name) if name in PENALTY_LAYER_MODELS else _model_before_penalty_layers(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    return penalty_layers_data(name, m, rng, n) if name in PENALTY_LAYER_MODELS else _data_before_penalty_layers(name, m, rng, n)
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])

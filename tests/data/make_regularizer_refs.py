@@ -1,7 +1,9 @@
 """Reference values for tests/test_regularizers.cpp and tests/test_initializers.cpp, made by Keras 3
 (JAX backend).
 
-For each model: fixed weights (a seeded NumPy draw), one batch (x, y); Keras's loss of that batch
+For each model (Dense; Conv2D and Conv1D; Embedding and the recurrent layers; DepthwiseConv2D,
+BatchNormalization, SeparableConv2D, Conv2DTranspose, GroupNormalization and PReLU; MultiHeadAttention
+and LayerNormalization): fixed weights (a seeded NumPy draw), one batch (x, y); Keras's loss of that batch
 with every regularization penalty (test_on_batch, then train_on_batch: both before the update),
 and the weights after one SGD step, constraints applied.
 
@@ -103,6 +105,50 @@ def seq_model():
     return keras.Model(x, y, name="seq_regularized"), "mse", (4, 5), (4, 1)
 
 
+def vision_model():
+    # The vision and normalisation layers' weights, each with a regularizer and a constraint.
+    x = keras.Input((6, 6, 2))
+    h = layers.DepthwiseConv2D(2, depth_multiplier=2, activation="tanh", depthwise_regularizer=R.L2(0.02), bias_regularizer=R.L1(0.03),
+                               activity_regularizer=R.L1(0.01), depthwise_constraint=C.MaxNorm(0.7, axis=[0, 1]),
+                               bias_constraint=C.NonNeg(), name="dw")(x)
+    h = layers.BatchNormalization(beta_regularizer=R.L1(0.02), gamma_regularizer=R.L2(0.05), beta_constraint=C.MaxNorm(0.4),
+                                  gamma_constraint=C.NonNeg(), name="bn")(h)
+    h = layers.SeparableConv2D(3, 2, depthwise_regularizer=R.L1L2(0.01, 0.02), pointwise_regularizer=R.L2(0.03),
+                               bias_regularizer=R.L2(0.1), activity_regularizer=R.L2(0.01), depthwise_constraint=C.UnitNorm(axis=[0, 1]),
+                               pointwise_constraint=C.MaxNorm(0.8, axis=[0, 1, 2]), bias_constraint=C.MinMaxNorm(0.1, 0.3, rate=0.5),
+                               name="sep")(h)
+    h = layers.Conv2DTranspose(2, 2, strides=2, kernel_regularizer=R.L1(0.02), bias_regularizer=R.L2(0.05),
+                               activity_regularizer=R.L1(0.005), kernel_constraint=C.MaxNorm(0.5, axis=[0, 1, 3]),
+                               bias_constraint=C.NonNeg(), name="tconv")(h)
+    h = layers.GroupNormalization(groups=2, beta_regularizer=R.L2(0.03), gamma_regularizer=R.L1(0.02), beta_constraint=C.UnitNorm(),
+                                  gamma_constraint=C.MaxNorm(1.2), name="gn")(h)
+    h = layers.PReLU(alpha_regularizer=R.L2(0.1), alpha_constraint=C.NonNeg(), shared_axes=[1, 2], name="prelu")(h)
+    y = layers.Dense(1, name="out")(layers.Flatten()(h))
+    return keras.Model(x, y, name="vision_regularized"), "mse", (3, 6, 6, 2), (3, 1)
+
+
+def attention_model():
+    # MultiHeadAttention hands its regularizers and constraints to each projection (query, key,
+    # value, attention_output), the activity regularizer to each projection's output.
+    x = keras.Input((4, 3))
+    h = layers.MultiHeadAttention(2, 3, kernel_regularizer=R.L2(0.02), bias_regularizer=R.L1(0.01), activity_regularizer=R.L2(0.005),
+                                  kernel_constraint=C.MaxNorm(0.6, axis=0), bias_constraint=C.NonNeg(), name="mha")(x, x)
+    h = layers.LayerNormalization(beta_regularizer=R.L1(0.02), gamma_regularizer=R.L2(0.03), beta_constraint=C.MaxNorm(0.3),
+                                  gamma_constraint=C.MinMaxNorm(0.5, 1.0, rate=0.8), name="ln")(h)
+    y = layers.Dense(1, name="out")(layers.Flatten()(h))
+    return keras.Model(x, y, name="attention_regularized"), "mse", (3, 4, 3), (3, 1)
+
+
+def initial_weights(rng, m):
+    # Moderate weights, so that the constraints clip some norms and leave others; a moving variance
+    # must stay positive.
+    out = []
+    for w in m.weights:
+        v = rng.standard_normal(w.shape) * 0.5
+        out.append((np.abs(v) + 0.5 if w.path.endswith("moving_variance") else v).astype("float32"))
+    return out
+
+
 def batch(rng, shape, name):
     if name == "seq":
         return rng.integers(0, 7, size=shape).astype("int32")
@@ -116,11 +162,15 @@ def tensor(a):
 
 def main():
     refs = {"keras_version": keras.__version__, "learning_rate": 0.1, "models": {}}
-    for i, (name, make) in enumerate([("dense", dense_model), ("conv", conv_model), ("seq", seq_model)]):
+    models = [("dense", dense_model), ("conv", conv_model), ("seq", seq_model), ("vision", vision_model), ("attention", attention_model)]
+    for i, (name, make) in enumerate(models):
         rng = np.random.default_rng(100 + i)
         m, loss, x_shape, y_shape = make()
-        # Weights of moderate size, so that the constraints clip some norms and leave others.
-        weights = [(rng.standard_normal(w.shape) * 0.5).astype("float32") for w in m.get_weights()]
+        if i < 3:  # as these were first made
+            # Weights of moderate size, so that the constraints clip some norms and leave others.
+            weights = [(rng.standard_normal(w.shape) * 0.5).astype("float32") for w in m.get_weights()]
+        else:
+            weights = initial_weights(rng, m)
         m.set_weights(weights)
         m.compile(optimizer=keras.optimizers.SGD(refs["learning_rate"]), loss=loss)
         x, y = batch(rng, x_shape, name), rng.standard_normal(y_shape).astype("float32")

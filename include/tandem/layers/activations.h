@@ -26,6 +26,8 @@ struct PReLUOptions {
   // Axes (counted with the batch axis, so 1 is the first sample axis) along which alpha is shared:
   // {1, 2} gives a (batch, height, width, channels) input one alpha per channel.
   std::vector<int64_t> shared_axes{};
+  Regularizer alpha_regularizer{};
+  Constraint alpha_constraint{};  // applied after each update
   std::string name{};
 };
 // x for x >= 0, alpha · x otherwise, with a learned weight `alpha` of the input's sample shape (1

@@ -65,6 +65,14 @@ struct MultiHeadAttentionOptions {
   Shape output_shape{};       // per-position output shape; empty means the query's last dimension
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
+  // As Keras, each applies to every projection (query, key, value, attention_output): its kernel
+  // and bias, and the activity regularizer to each projection's output (divided by the batch
+  // size), not to the layer's output.
+  Regularizer kernel_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};
+  Constraint kernel_constraint{};  // applied after each update
+  Constraint bias_constraint{};
   // Keras takes use_causal_mask as a call argument; here it is fixed when the layer is made. As in
   // Keras, query i attends to keys j <= i (the mask is aligned at the first position).
   bool use_causal_mask = false;

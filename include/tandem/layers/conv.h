@@ -83,6 +83,11 @@ struct Conv2DTransposeOptions {
   bool use_bias = true;
   std::string kernel_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
+  Regularizer kernel_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};  // of the output, divided by the batch size
+  Constraint kernel_constraint{};      // applied after each update
+  Constraint bias_constraint{};
   std::string name{};
 };
 // Transposed 2-D convolution (the adjoint of Conv2D in its input; "deconvolution"): kernel
@@ -99,6 +104,11 @@ struct DepthwiseConv2DOptions {
   bool use_bias = true;
   std::string depthwise_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
+  Regularizer depthwise_regularizer{};  // of the kernel (Keras's argument name)
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};   // of the output, divided by the batch size
+  Constraint depthwise_constraint{};    // of the kernel, applied after each update
+  Constraint bias_constraint{};
   std::string name{};
 };
 // Each input channel convolved with its own depth_multiplier kernels: kernel (kh, kw, in_channels,
@@ -115,6 +125,13 @@ struct SeparableConv2DOptions {
   std::string depthwise_initializer = "glorot_uniform";
   std::string pointwise_initializer = "glorot_uniform";
   std::string bias_initializer = "zeros";
+  Regularizer depthwise_regularizer{};
+  Regularizer pointwise_regularizer{};
+  Regularizer bias_regularizer{};
+  Regularizer activity_regularizer{};  // of the output, divided by the batch size
+  Constraint depthwise_constraint{};   // applied after each update
+  Constraint pointwise_constraint{};
+  Constraint bias_constraint{};
   std::string name{};
 };
 // A depthwise convolution, then a 1x1 convolution to `filters` channels: weights depthwise_kernel

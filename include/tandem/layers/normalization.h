@@ -17,6 +17,10 @@ struct BatchNormalizationOptions {
   Initializer gamma_initializer = "ones";
   Initializer moving_mean_initializer = "zeros";
   Initializer moving_variance_initializer = "ones";
+  Regularizer beta_regularizer{};
+  Regularizer gamma_regularizer{};
+  Constraint beta_constraint{};   // applied after each update
+  Constraint gamma_constraint{};
   std::string name{};
 };
 // Training (fit): normalises with the batch mean and biased variance over every axis but `axis`
@@ -32,6 +36,10 @@ struct LayerNormalizationOptions {
   bool scale = true;
   Initializer beta_initializer = "zeros";
   Initializer gamma_initializer = "ones";
+  Regularizer beta_regularizer{};
+  Regularizer gamma_regularizer{};
+  Constraint beta_constraint{};   // applied after each update
+  Constraint gamma_constraint{};
   std::string name{};
 };
 // Normalises each sample along the last axis: gamma·(x − mean)/sqrt(var + epsilon) + beta, with the
@@ -46,6 +54,10 @@ struct GroupNormalizationOptions {
   bool scale = true;    // learn gamma
   std::string beta_initializer = "zeros";
   std::string gamma_initializer = "ones";
+  Regularizer beta_regularizer{};
+  Regularizer gamma_regularizer{};
+  Constraint beta_constraint{};   // applied after each update
+  Constraint gamma_constraint{};
   std::string name{};
 };
 // Normalises each sample over each group of channels (and every axis but the batch and channel
