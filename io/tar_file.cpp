@@ -55,7 +55,7 @@ std::vector<TarMember> index_tar(const std::string& path) {
   // Plain tar only: a compressed tar has no byte offsets to read members by.
   archive_read_support_format_tar(r.a);
   if (archive_read_open_filename(r.a, path.c_str(), 1 << 16) != ARCHIVE_OK)
-    throw Error("tar " + path + ": cannot open the file: " + reason(r.a));
+    throw Error("tar " + path + ": not a readable uncompressed tar: " + reason(r.a));
   std::vector<TarMember> members;
   int64_t end = 0;  // where the last member's padded data ends
   for (;;) {
@@ -63,8 +63,8 @@ std::vector<TarMember> index_tar(const std::string& path) {
     const int status = archive_read_next_header(r.a, &entry);
     if (status == ARCHIVE_EOF) break;
     if (status < ARCHIVE_WARN) {
-      const std::string after = members.empty() ? "" : " (after member \"" + members.back().name + "\")";
-      throw Error("tar " + path + ": not a readable uncompressed tar" + after + ": " + reason(r.a));
+      if (members.empty()) throw Error("tar " + path + ": not a readable uncompressed tar: " + reason(r.a));
+      throw Error("tar " + path + ": truncated or damaged after member \"" + members.back().name + "\": " + reason(r.a));
     }
     const int64_t offset = archive_filter_bytes(r.a, 0);
     const int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
