@@ -68,7 +68,9 @@ std::vector<TarMember> index_tar(const std::string& path) {
     }
     const int64_t offset = archive_filter_bytes(r.a, 0);
     const int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
-    const char* name = archive_entry_pathname(entry);
+    // UTF-8 whatever the process's locale (pax stores names so); the stored bytes otherwise.
+    const char* name = archive_entry_pathname_utf8(entry);
+    if (!name) name = archive_entry_pathname(entry);
     const std::string member = name ? name : "";
     if (offset < 0 || size < 0 || offset + size > file_size)
       throw Error("tar " + path + ": member \"" + member + "\": truncated: its data ends at byte " + std::to_string(offset + size) +

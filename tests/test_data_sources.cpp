@@ -331,6 +331,17 @@ TEST_CASE("index_tar: member offsets are right for long (pax) names, and read by
   }
 }
 
+TEST_CASE("tar_shards_source: shards Python's tarfile wrote (GNU long names, pax headers) read as the image folder they hold") {
+  // tests/data/make_tar_shards.py: the folder's six images in Keras's unshuffled order, with labels.
+  const td::ImageDirectory memory =
+      td::image_dataset_from_directory(kImages, {.color_mode = "rgba", .image_height = 3, .image_width = 5, .shuffle = false});
+  for (const char* shard : {"python_gnu.tar", "python_pax.tar"}) {
+    CAPTURE(shard);
+    const auto s = td::tar_shards_source(kDatasets + "shards/" + shard, {.image_height = 3, .image_width = 5, .color_mode = "rgba"});
+    check_equals(*s, memory.training);
+  }
+}
+
 TEST_CASE("tar_shards_source: an image folder written as shards reads back as image_dataset_from_directory's rows") {
   const fs::path dir = scratch.fresh("folder_shards");
   const std::vector<std::string> shards =
