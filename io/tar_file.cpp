@@ -54,7 +54,9 @@ std::vector<TarMember> index_tar(const std::string& path) {
   ReadArchive r;
   // Plain tar only: a compressed tar has no byte offsets to read members by.
   archive_read_support_format_tar(r.a);
-  if (archive_read_open_filename(r.a, path.c_str(), 1 << 16) != ARCHIVE_OK)
+  // Reads of one tar record (10240 bytes): about a header each for members of that size or more,
+  // whose data libarchive then seeks over.
+  if (archive_read_open_filename(r.a, path.c_str(), 10240) != ARCHIVE_OK)
     throw Error("tar " + path + ": not a readable uncompressed tar: " + reason(r.a));
   std::vector<TarMember> members;
   int64_t end = 0;  // where the last member's padded data ends
