@@ -243,6 +243,39 @@ TEST_CASE("CsvParser: a file fed in pieces of any size gives read_csv's records,
   }
 }
 
+TEST_CASE("CsvParser: every record of random text parses again, alone, from its offset and line") {
+  std::mt19937 random(2);
+  const char alphabet[] = {'a', '1', ',', '"', '\n', '\r', ' '};
+  int64_t records = 0, mismatches = 0;
+  for (int k = 0; k < 5000; ++k) {
+    std::string text(random() % 16, ' ');
+    for (char& c : text) c = alphabet[random() % sizeof alphabet];
+    std::vector<tandem::io::CsvRecord> all;
+    std::vector<int64_t> offsets;
+    try {
+      tandem::io::CsvParser p("random.csv", ',', [&](tandem::io::CsvRecord& r, int64_t at) {
+        all.push_back(r);
+        offsets.push_back(at);
+      });
+      p.feed(text);
+      p.finish();
+    } catch (const tandem::Error&) {
+      continue;  // malformed text: errors are read_csv's
+    }
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const int64_t end = i + 1 < all.size() ? offsets[i + 1] : static_cast<int64_t>(text.size());
+      std::vector<tandem::io::CsvRecord> one;
+      tandem::io::CsvParser q("random.csv", ',', [&](tandem::io::CsvRecord& r, int64_t) { one.push_back(r); }, offsets[i], all[i].line);
+      q.feed(std::string_view(text).substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(end - offsets[i])));
+      q.finish();
+      ++records;
+      mismatches += one.size() != 1 || one[0].fields != all[i].fields || one[0].line != all[i].line;
+    }
+  }
+  CHECK(records > 2000);
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("csv_source: rows equal from_csv's (quoting, CRLF, blank lines, label dtypes, selected columns)") {
   const fs::path dir = scratch.fresh("csv");
   const std::string mixed = write_file(dir / "mixed.csv",
