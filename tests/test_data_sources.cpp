@@ -445,6 +445,36 @@ TEST_CASE("write_tar_shards: Fashion-MNIST's first 1000 images read back bit for
   CHECK(changed > 60);  // of 80 augmented copies, almost all differ from their image
 }
 
+TEST_CASE("write_tar_shards: images stored resized: twice the size is the half-pixel bilinear closed form") {
+  // 3 gray images of 4 x 3 with values 0..255; doubled, output pixel 2i reads 0.25·in[i−1] +
+  // 0.75·in[i] and 2i+1 reads 0.75·in[i] + 0.25·in[i+1] along each axis (edges clamped).
+  std::vector<float> x(3 * 4 * 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 53 + 7) % 256);
+  const tandem::Dataset d = tandem::Dataset::from_arrays(x, {3, 4, 3}, std::vector<int32_t>{0, 1, 2}, {3});
+  const fs::path dir = scratch.fresh("resized_shards");
+  td::write_tar_shards(d, (dir / "r-%d.tar").string(), {.pixel_scale = 1.0, .image_height = 8, .image_width = 6});
+  const auto s = td::tar_shards_source((dir / "r-0.tar").string(), {.image_height = 8, .image_width = 6, .color_mode = "grayscale"});
+  const auto taps = [](int64_t o, int64_t n) {
+    const int64_t i = o / 2;
+    return o % 2 == 0 ? std::tuple{std::max<int64_t>(i - 1, 0), i, 0.75} : std::tuple{i, std::min<int64_t>(i + 1, n - 1), 0.25};
+  };
+  double worst = 0;
+  for (int64_t k = 0; k < 3; ++k) {
+    const Sample got = read_sample(*s, k);
+    const auto* px = reinterpret_cast<const float*>(got[0].data());
+    const auto in = [&](int64_t r, int64_t c) { return double(x[static_cast<std::size_t>(k * 12 + r * 3 + c)]); };
+    for (int64_t r = 0; r < 8; ++r)
+      for (int64_t c = 0; c < 6; ++c) {
+        const auto [r0, r1, fr] = taps(r, 4);
+        const auto [c0, c1, fc] = taps(c, 3);
+        // (low, high, f): the pixel is (1 − f)·in[low] + f·in[high]
+        const double top = (1 - fc) * in(r0, c0) + fc * in(r0, c1), bottom = (1 - fc) * in(r1, c0) + fc * in(r1, c1);
+        worst = std::max(worst, std::abs(double(px[r * 6 + c]) - std::nearbyint((1 - fr) * top + fr * bottom)));
+      }
+  }
+  CHECK(worst <= 1.0);  // a tie at .5 may round either way in float32
+}
+
 TEST_CASE("tar_shards_source: a missing, foreign, truncated or incomplete shard and a corrupt member are DataErrors naming shard and member") {
   const fs::path dir = scratch.fresh("bad_shards");
   const auto make = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& members) {

@@ -86,6 +86,9 @@ struct ShardWriterOptions {
   // Pixels are round(x · pixel_scale) clamped to 0..255, stored as 8-bit PNG: 255 for images in
   // [0, 1] (fashion_mnist's), 1 for images in 0..255 (image_dataset_from_directory's).
   double pixel_scale = 255.0;
+  // Images are resized to this before they are stored (bilinear, as the readers resize); 0: kept
+  // at their own size. Larger images make a data set of some size out of fewer samples.
+  int64_t image_height = 0, image_width = 0;
 };
 // Writes images x (N, height, width) or (N, height, width, channels 1, 3 or 4) with int32 class ids
 // y (N,) as shards named by `pattern`'s printf field ("out/train-%06d.tar"): members

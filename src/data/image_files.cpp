@@ -79,7 +79,7 @@ Taps taps(int64_t out_size, int64_t in_size) {
   return t;
 }
 
-void resize_into(const std::vector<float>& in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w,
+void resize_into(const float* in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w,
                  float* out) {
   const Taps ty = taps(out_h, in_h), tx = taps(out_w, in_w);
   auto at = [&](int64_t y, int64_t x, int64_t c) { return in[static_cast<std::size_t>((y * in_w + x) * channels + c)]; };
@@ -131,7 +131,11 @@ ImageListing list_image_directory(const std::string& directory, const datasets::
 }
 
 void image_to_row(const io::DecodedImage& image, int64_t channels, int64_t height, int64_t width, float* out) {
-  resize_into(to_channels(image, channels), image.height, image.width, channels, height, width, out);
+  resize_into(to_channels(image, channels).data(), image.height, image.width, channels, height, width, out);
+}
+
+void resize_row(const float* in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w, float* out) {
+  resize_into(in, in_h, in_w, channels, out_h, out_w, out);
 }
 
 void write_label(int32_t label, bool one_hot, std::size_t classes, std::byte* out) {

@@ -37,6 +37,10 @@ int64_t channels_of(const std::string& color_mode, const std::string& who);
 // (height · width · channels floats, values 0..255).
 void image_to_row(const io::DecodedImage& image, int64_t channels, int64_t height, int64_t width, float* out);
 
+// Resizes an image of floats (in_h × in_w × channels) to out_h × out_w with the same bilinear
+// sampling, into `out`.
+void resize_row(const float* in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w, float* out);
+
 // A label as image_dataset_from_directory writes it: an int32 class id ("int") or a float32
 // one-hot row of `classes` values ("categorical").
 void write_label(int32_t label, bool one_hot, std::size_t classes, std::byte* out);

@@ -77,11 +77,15 @@ std::vector<std::string> write_tar_shards(const Dataset& data, const std::string
   if (y.shape().rank() != 1 && !(y.shape().rank() == 2 && y.shape()[1] == 1))
     throw ValueError(who + ": y must hold one class id per image, shape (N,) or (N, 1), got " + y.shape().str());
   if (o.copies < 1) throw ValueError(who + ": copies must be positive, got " + std::to_string(o.copies));
+  if (o.image_height < 0 || o.image_width < 0 || (o.image_height == 0) != (o.image_width == 0))
+    throw ValueError(who + ": image_height and image_width must both be positive (resize) or both 0 (keep), got " +
+                     std::to_string(o.image_height) + " x " + std::to_string(o.image_width));
   const int64_t height = s[1], width = s[2], channels = s.rank() == 4 ? s[3] : 1;
+  const int64_t out_h = o.image_height ? o.image_height : height, out_w = o.image_width ? o.image_width : width;
   const Shape row_shape{height, width, channels};
   const auto values = static_cast<std::size_t>(height * width * channels);
-  std::vector<float> row(values);
-  std::vector<uint8_t> pixels(values);
+  std::vector<float> row(values), resized(static_cast<std::size_t>(out_h * out_w * channels));
+  std::vector<uint8_t> pixels(resized.size());
   return write_shards(pattern, data.size() * o.copies, o.samples_per_shard, who, [&](io::TarWriter& w, int64_t out) {
     const int64_t i = out / o.copies, copy = out % o.copies;
     std::copy_n(x.data<float>() + i * static_cast<int64_t>(values), values, row.begin());
@@ -89,13 +93,18 @@ std::vector<std::string> write_tar_shards(const Dataset& data, const std::string
       std::mt19937_64 random(rng::hash(o.seed, 0x7368617264ull /* "shard" */, static_cast<uint64_t>(i), static_cast<uint64_t>(copy)));
       for (const RowTransform& t : o.augment) t(row, row_shape, random);
     }
-    for (std::size_t v = 0; v < values; ++v)
-      pixels[v] = static_cast<uint8_t>(std::clamp(std::nearbyint(double(row[v]) * o.pixel_scale), 0.0, 255.0));
+    const std::vector<float>* image = &row;
+    if (out_h != height || out_w != width) {
+      data::resize_row(row.data(), height, width, channels, out_h, out_w, resized.data());
+      image = &resized;
+    }
+    for (std::size_t v = 0; v < pixels.size(); ++v)
+      pixels[v] = static_cast<uint8_t>(std::clamp(std::nearbyint(double((*image)[v]) * o.pixel_scale), 0.0, 255.0));
     const double id = y.item(i);
     if (id != std::floor(id) || id < 0)
       throw ValueError(who + ": y[" + std::to_string(i) + "] = " + std::to_string(id) + " is not a class id (a non-negative integer)");
     const std::string key = sample_key(out);
-    w.add(key + ".png", bytes_of(io::encode_png(height, width, static_cast<int>(channels), pixels)));
+    w.add(key + ".png", bytes_of(io::encode_png(out_h, out_w, static_cast<int>(channels), pixels)));
     w.add(key + ".cls", bytes_of(std::to_string(static_cast<int64_t>(id))));
   });
 }
