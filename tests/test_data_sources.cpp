@@ -518,6 +518,12 @@ TEST_CASE("tar_shards_source: a missing, foreign, truncated or incomplete shard 
     CHECK_MESSAGE(message.find(c.needle) != std::string::npos, message);
   }
 
+  // Shards are indexed on several threads; the error reported is the first bad shard's in order.
+  for (std::size_t first = 0; first < 3; ++first) {
+    const std::vector<std::string> order{at_open[first].shard, good, at_open[(first + 1) % 3].shard, at_open[(first + 2) % 3].shard};
+    CHECK(data_error([&] { td::tar_shards_source(order, o); }).second == at_open[first].shard);
+  }
+
   std::vector<Case> at_read;
   at_read.push_back({"corrupt png", make("corrupt.tar", {{"k0.png", "\x89PNG garbage"}, {"k0.cls", "1"}}), "member \"k0.png\": image k0.png: not a readable PNG"});
   at_read.push_back({"text label", make("textlabel.tar", {{"k0.png", small_png(0)}, {"k0.cls", "cat"}}), "member \"k0.cls\": not a class id: \"cat\""});

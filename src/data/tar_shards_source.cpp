@@ -3,8 +3,11 @@
 // sample's image and label members by offset and decodes the image as image_dataset_from_directory
 // does (data/image_files.h).
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
+#include <exception>
+#include <thread>
 
 #include "data/image_files.h"
 #include "io/tar_file.h"
@@ -59,7 +62,7 @@ class TarShardsSource final : public Source {
                        std::to_string(o.num_classes));
     if (o.image_extensions.empty() || o.label_extension.empty())
       throw ValueError(std::string(kWho) + ": image_extensions and label_extension must name at least one extension");
-    for (std::size_t s = 0; s < shards_.size(); ++s) index(s);
+    index_all();
   }
 
   int64_t size() const override { return static_cast<int64_t>(samples_.size()); }
@@ -119,8 +122,38 @@ class TarShardsSource final : public Source {
     return id;
   }
 
-  void index(std::size_t s) {
+  // Indexes the shards on a few threads (each shard's headers are many small reads, so a
+  // data set of many shards indexes faster on a fast disk); the first error in shard order is
+  // thrown, whatever the timing.
+  void index_all() {
+    std::vector<std::vector<Sample>> per_shard(shards_.size());
+    std::vector<std::exception_ptr> errors(shards_.size());
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+      for (std::size_t s; (s = next++) < shards_.size();) {
+        try {
+          per_shard[s] = index(s);
+        } catch (...) {
+          errors[s] = std::current_exception();
+        }
+      }
+    };
+    const std::size_t threads = std::min<std::size_t>(shards_.size(), 8);
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    for (std::vector<Sample>& samples : per_shard) {
+      samples_.insert(samples_.end(), std::make_move_iterator(samples.begin()), std::make_move_iterator(samples.end()));
+      std::vector<Sample>().swap(samples);
+    }
+  }
+
+  std::vector<Sample> index(std::size_t s) const {
     const std::string& shard = shards_[s];
+    std::vector<Sample> samples;
     std::vector<io::TarMember> members;
     try {
       members = io::index_tar(shard);
@@ -148,8 +181,9 @@ class TarShardsSource final : public Source {
         throw DataError(shard, std::string(kWho) + ": tar shard \"" + shard + "\", sample \"" + key + "\": no " + want +
                                    " among its members (a sample's members must follow each other in the tar)");
       }
-      samples_.push_back(std::move(sample));
+      samples.push_back(std::move(sample));
     }
+    return samples;
   }
 
   std::vector<std::string> shards_;
