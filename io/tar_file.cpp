@@ -32,14 +32,6 @@ struct ReadArchive {
   ~ReadArchive() { archive_read_free(a); }
 };
 
-// A file descriptor closed on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 bool all_zero(const std::vector<uint8_t>& bytes) {
   for (uint8_t b : bytes)
     if (b) return false;
@@ -88,21 +80,29 @@ std::vector<TarMember> index_tar(const std::string& path) {
   return members;
 }
 
-std::vector<uint8_t> read_file_range(const std::string& path, int64_t offset, int64_t size, const std::string& what) {
-  const Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) throw Error("tar " + path + ": cannot open the file: " + std::strerror(errno));
+RangeReader::RangeReader(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+  if (fd_ < 0) throw Error("tar " + path + ": cannot open the file: " + std::strerror(errno));
+}
+
+RangeReader::~RangeReader() { ::close(fd_); }
+
+std::vector<uint8_t> RangeReader::read(int64_t offset, int64_t size, const std::string& what) const {
   std::vector<uint8_t> out(static_cast<std::size_t>(size));
   int64_t done = 0;
   while (done < size) {
-    const ssize_t n = ::pread(f.fd, out.data() + done, static_cast<std::size_t>(size - done), static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(fd_, out.data() + done, static_cast<std::size_t>(size - done), static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("tar " + path + ": " + what + ": cannot read: " + std::strerror(errno));
+    if (n < 0) throw Error("tar " + path_ + ": " + what + ": cannot read: " + std::strerror(errno));
     if (n == 0)
-      throw Error("tar " + path + ": " + what + ": truncated: the file ends at byte " + std::to_string(offset + done) + ", " +
+      throw Error("tar " + path_ + ": " + what + ": truncated: the file ends at byte " + std::to_string(offset + done) + ", " +
                   std::to_string(size - done) + " bytes short");
     done += n;
   }
   return out;
+}
+
+std::vector<uint8_t> read_file_range(const std::string& path, int64_t offset, int64_t size, const std::string& what) {
+  return RangeReader(path).read(offset, size, what);
 }
 
 TarWriter::TarWriter(const std::string& path) : path_(path) {

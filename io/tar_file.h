@@ -22,8 +22,23 @@ struct TarMember {
 // blocks) after the last member.
 std::vector<TarMember> index_tar(const std::string& path);
 
-// Reads `size` bytes at `offset` of a file (open, pread, close: safe from several threads).
-// Throws tandem::Error naming `path` and `what` when the file cannot be opened or is shorter.
+// A file opened read-only for reads by offset (pread: one object may serve several threads).
+// Throws tandem::Error naming the file when it cannot be opened, and naming `what` too when a
+// read fails or the file is shorter.
+class RangeReader {
+ public:
+  explicit RangeReader(const std::string& path);
+  RangeReader(const RangeReader&) = delete;
+  RangeReader& operator=(const RangeReader&) = delete;
+  ~RangeReader();
+  std::vector<uint8_t> read(int64_t offset, int64_t size, const std::string& what) const;
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+// Reads `size` bytes at `offset` of a file: RangeReader(path).read(offset, size, what).
 std::vector<uint8_t> read_file_range(const std::string& path, int64_t offset, int64_t size, const std::string& what);
 
 // Writes a tar (POSIX pax format; plain ustar headers where the names fit) through libarchive.

@@ -543,6 +543,13 @@ TEST_CASE("tar_shards_source: a missing, foreign, truncated or incomplete shard 
   const auto [message, path] = data_error([&] { read_sample(*s, 0); });
   CHECK(path == shrinking);
   CHECK(message.find("truncated") != std::string::npos);
+  // A shard removed after it was indexed.
+  const std::string vanishing = make("vanishing.tar", {{"k0.png", small_png(0)}, {"k0.cls", "3"}});
+  const auto v = td::tar_shards_source(vanishing, o);
+  fs::remove(vanishing);
+  const auto [gone, gone_path] = data_error([&] { read_sample(*v, 0); });
+  CHECK(gone_path == vanishing);
+  CHECK(gone.find("cannot open") != std::string::npos);
 }
 
 // ---------------------------------------------------------------- all sources, 8 threads

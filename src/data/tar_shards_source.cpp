@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "data/image_files.h"
@@ -85,14 +86,20 @@ class TarShardsSource final : public Source {
     const std::string& shard = shards_[s.shard];
     int32_t label = 0;
     io::DecodedImage image;
+    std::optional<io::RangeReader> file;
     try {
-      const std::vector<uint8_t> y = io::read_file_range(shard, s.y.offset, s.y.size, "member \"" + s.y.name + "\"");
+      file.emplace(shard);
+    } catch (const Error& e) {
+      throw DataError(shard, describe() + ": " + e.what());
+    }
+    try {
+      const std::vector<uint8_t> y = file->read(s.y.offset, s.y.size, "member \"" + s.y.name + "\"");
       label = parse_label(std::string_view(reinterpret_cast<const char*>(y.data()), y.size()));
     } catch (const Error& e) {
       throw DataError(shard, member_text(shard, s.y.name) + ": " + e.what());
     }
     try {
-      image = io::decode_image_bytes(s.x.name, io::read_file_range(shard, s.x.offset, s.x.size, "member \"" + s.x.name + "\""));
+      image = io::decode_image_bytes(s.x.name, file->read(s.x.offset, s.x.size, "member \"" + s.x.name + "\""));
     } catch (const Error& e) {
       throw DataError(shard, member_text(shard, s.x.name) + ": " + e.what());
     }
