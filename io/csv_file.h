@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tandem::io {
@@ -20,5 +22,34 @@ struct CsvRecord {
 // Throws tandem::Error naming the file and line when the file cannot be read, a
 // quoted field is not closed, or text follows a closing quote. Blank lines are skipped.
 std::vector<CsvRecord> read_csv(const std::string& path, char delimiter = ',');
+
+// The parser read_csv uses, fed a file in pieces of any size (a file larger than memory, or one
+// record read back by its offset). Each complete record goes to `on_record` with the byte offset
+// where it starts (counted from `first_offset`). Errors as read_csv's.
+class CsvParser {
+ public:
+  using OnRecord = std::function<void(CsvRecord& record, int64_t offset)>;
+  CsvParser(std::string path, char delimiter, OnRecord on_record, int64_t first_offset = 0, int64_t first_line = 1);
+  void feed(std::string_view bytes);
+  void finish();  // the end of the input: ends the last record
+
+ private:
+  void step(char c, int64_t at);  // one character, with no look-ahead pending
+  void end_field();
+  void end_record();
+  std::string path_;
+  char delimiter_;
+  OnRecord on_record_;
+  int64_t at_;  // the offset of the next byte fed
+  int64_t line_;
+  CsvRecord record_;
+  std::string field_;
+  int64_t record_offset_ = 0;
+  bool quoted_ = false;         // inside a quoted field
+  bool was_quoted_ = false;     // the current field was quoted and its closing quote is behind us
+  bool record_open_ = false;    // some text (or a delimiter) of the current record has been seen
+  bool quote_pending_ = false;  // a quote inside a quoted field: "" or the closing quote, by the next byte
+  bool cr_pending_ = false;     // a CR outside quotes: dropped before an LF, text otherwise
+};
 
 }  // namespace tandem::io

@@ -374,6 +374,28 @@ void H5File::read_dataset_into(const std::string& path, Tensor& out) const {
     fail(path_, path, "cannot read the dataset's values");
 }
 
+void H5File::read_rows_into(const std::string& path, int64_t first, int64_t count, DType dtype, void* out) const {
+  quiet();
+  Handle ds(H5Dopen2(id_, path.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!ds.ok()) fail(path_, path, "cannot open the dataset");
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 1 || rank > H5S_MAX_RANK) fail(path_, path, "cannot read rows of a dataset without dimensions");
+  std::array<hsize_t, H5S_MAX_RANK> dims{}, start{}, size{};
+  if (H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) fail(path_, path, "cannot read the dataset's shape");
+  if (first < 0 || count < 0 || static_cast<hsize_t>(first + count) > dims[0])
+    throw Error(path_ + ": " + absolute(path) + ": rows " + std::to_string(first) + " to " + std::to_string(first + count) +
+                " are outside its " + std::to_string(dims[0]) + " rows");
+  if (count == 0) return;
+  size = dims;
+  start[0] = static_cast<hsize_t>(first), size[0] = static_cast<hsize_t>(count);
+  Handle memory(H5Screate_simple(rank, size.data(), nullptr), H5Sclose);
+  if (!memory.ok() || H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) < 0)
+    fail(path_, path, "cannot select rows " + std::to_string(first) + " to " + std::to_string(first + count));
+  if (H5Dread(ds.get(), memory_type(dtype), memory.get(), space.get(), H5P_DEFAULT, out) < 0)
+    fail(path_, path, "cannot read rows " + std::to_string(first) + " to " + std::to_string(first + count));
+}
+
 Tensor H5File::read_dataset(const std::string& path) const {
   const DatasetInfo info = dataset_info(path);
   if (!info.dtype) throw Error(path_ + ": " + absolute(path) + ": cannot read a dataset of type " + info.type_name);
@@ -423,6 +445,11 @@ std::optional<std::vector<std::string>> H5File::read_string_list_attribute(const
     out.push_back(item.substr(0, item.find('\0')));
   }
   return out;
+}
+
+bool hdf5_is_threadsafe() {
+  hbool_t safe = 0;
+  return H5is_library_threadsafe(&safe) >= 0 && safe;
 }
 
 bool is_hdf5_file(const std::string& path) {

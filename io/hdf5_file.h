@@ -57,6 +57,10 @@ class H5File {
   // Reads into `out`, whose shape must equal the dataset's; converts between numeric types (the
   // four tensor dtypes, and uint8).
   void read_dataset_into(const std::string& path, Tensor& out) const;
+  // Reads rows [first, first + count) of a dataset (along its first dimension) into `out`, which
+  // holds count rows of `dtype`, converting as read_dataset_into does: a hyperslab, so only those
+  // rows are read from the file.
+  void read_rows_into(const std::string& path, int64_t first, int64_t count, DType dtype, void* out) const;
   std::optional<std::string> read_string_attribute(const std::string& object, const std::string& name) const;
   // A list of strings (h5py's arrays of str, as Keras's legacy files name layers and weights); an
   // empty numeric array reads as an empty list. Empty when the attribute is absent.
@@ -75,6 +79,9 @@ class H5File {
   bool in_memory_ = false;    // created: close() writes the image
   std::size_t userblock_ = 0;  // bytes before the image in the written file
 };
+
+// Whether this HDF5 library was built thread-safe (its calls serialized by a lock of its own).
+bool hdf5_is_threadsafe();
 
 // Whether the file at `path` starts with an HDF5 signature (at offset 0, 512, 1024, ...).
 bool is_hdf5_file(const std::string& path);

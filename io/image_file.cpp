@@ -23,7 +23,7 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-DecodedImage decode_png(const std::string& path, const std::vector<uint8_t>& bytes) {
+DecodedImage decode_png(const std::string& path, std::span<const uint8_t> bytes) {
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
@@ -54,7 +54,7 @@ void jpeg_fail(j_common_ptr info) {
 
 // The C++ objects live in the caller's frame and are reached through references, so the longjmp
 // back from libjpeg leaves none of this frame's locals indeterminate and skips no destructor.
-bool read_jpeg(jpeg_decompress_struct& info, JpegErrors& errors, const std::vector<uint8_t>& bytes, DecodedImage& out,
+bool read_jpeg(jpeg_decompress_struct& info, JpegErrors& errors, std::span<const uint8_t> bytes, DecodedImage& out,
                std::vector<uint8_t>& row) {
   if (setjmp(errors.back)) return false;
   jpeg_create_decompress(&info);
@@ -76,7 +76,7 @@ bool read_jpeg(jpeg_decompress_struct& info, JpegErrors& errors, const std::vect
   return true;
 }
 
-DecodedImage decode_jpeg(const std::string& path, const std::vector<uint8_t>& bytes) {
+DecodedImage decode_jpeg(const std::string& path, std::span<const uint8_t> bytes) {
   jpeg_decompress_struct info;
   JpegErrors errors;
   info.err = jpeg_std_error(&errors.manager);
@@ -97,8 +97,9 @@ bool is_supported_image_name(const std::string& path) {
   return lower.ends_with(".png") || lower.ends_with(".jpg") || lower.ends_with(".jpeg");
 }
 
-DecodedImage decode_image(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_bytes(path);
+DecodedImage decode_image(const std::string& path) { return decode_image_bytes(path, read_bytes(path)); }
+
+DecodedImage decode_image_bytes(const std::string& path, std::span<const uint8_t> bytes) {
   static const uint8_t kPng[] = {0x89, 'P', 'N', 'G'};
   static const uint8_t kJpeg[] = {0xFF, 0xD8, 0xFF};
   if (bytes.size() >= 4 && std::equal(kPng, kPng + 4, bytes.begin())) return decode_png(path, bytes);

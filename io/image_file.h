@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,7 @@ bool is_supported_image_name(const std::string& path);
 // Throws tandem::Error naming the file and the decoder's reason for a file that cannot be read,
 // is neither format, or is damaged.
 DecodedImage decode_image(const std::string& path);
+// The same for a file's bytes already in memory (a member of a tar shard); `name` is for messages.
+DecodedImage decode_image_bytes(const std::string& name, std::span<const uint8_t> bytes);
 
 }  // namespace tandem::io

@@ -1,163 +1,38 @@
 // datasets::image_dataset_from_directory: class subfolders of PNG and JPEG files (io/image_file) to
-// one float32 tensor of resized images and their labels, in Keras's file order and split.
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <random>
-
-#include "io/image_file.h"
+// one float32 tensor of resized images and their labels, in Keras's file order and split
+// (data/image_files.h, shared with the lazy image_folder_source).
+#include "data/image_files.h"
 #include "tandem/data_files.h"
 #include "tandem/errors.h"
 
 namespace tandem::datasets {
 namespace {
-namespace fs = std::filesystem;
 
-struct ImageFile {
-  std::string path;
-  int32_t label;
-};
-
-int64_t channels_of(const std::string& color_mode) {
-  if (color_mode == "rgb") return 3;
-  if (color_mode == "grayscale") return 1;
-  if (color_mode == "rgba") return 4;
-  throw ValueError("image_dataset_from_directory: color_mode must be \"rgb\", \"grayscale\" or \"rgba\", got \"" + color_mode + "\"");
-}
-
-std::vector<std::string> subfolders(const std::string& directory) {
-  std::vector<std::string> names;
-  for (const fs::directory_entry& e : fs::directory_iterator(directory))
-    if (e.is_directory()) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::vector<ImageFile> list_files(const std::string& directory, const std::vector<std::string>& classes) {
-  std::vector<ImageFile> files;
-  for (std::size_t c = 0; c < classes.size(); ++c) {
-    const fs::path folder = fs::path(directory) / classes[c];
-    if (!fs::is_directory(folder))
-      throw ValueError("image_dataset_from_directory: class \"" + classes[c] + "\" has no folder " + folder.string());
-    std::vector<std::string> names;
-    for (const fs::directory_entry& e : fs::recursive_directory_iterator(folder))
-      if (e.is_regular_file() && io::is_supported_image_name(e.path().string())) names.push_back(e.path().string());
-    std::sort(names.begin(), names.end());
-    for (std::string& n : names) files.push_back({std::move(n), static_cast<int32_t>(c)});
-  }
-  return files;
-}
-
-// A Fisher-Yates shuffle with 64-bit Mersenne Twister draws: the same order on every platform
-// (std::shuffle's algorithm is the library's choice).
-void shuffle_files(std::vector<ImageFile>& files, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  for (std::size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[static_cast<std::size_t>(gen() % i)]);
-}
-
-// One image's pixels in `channels` channels as floats: RGB keeps the stored values, alpha is
-// dropped (as TensorFlow's decoder does) or kept, grayscale is PIL's integer luma.
-std::vector<float> to_channels(const io::DecodedImage& image, int64_t channels) {
-  const int64_t n = image.height * image.width;
-  std::vector<float> out(static_cast<std::size_t>(n * channels));
-  for (int64_t p = 0; p < n; ++p) {
-    const uint8_t* px = &image.rgba[static_cast<std::size_t>(p * 4)];
-    float* dst = &out[static_cast<std::size_t>(p * channels)];
-    if (channels == 1) {
-      dst[0] = static_cast<float>((px[0] * 19595u + px[1] * 38470u + px[2] * 7471u + 0x8000u) >> 16);
-    } else {
-      for (int64_t c = 0; c < channels; ++c) dst[c] = px[c];
-    }
-  }
-  return out;
-}
-
-// tf.image.resize's bilinear sampling (half-pixel centres, antialias off): output index i reads
-// input position (i + 0.5) · in/out − 0.5, between its floor and the next pixel, both clamped.
-struct Taps {
-  std::vector<int64_t> low, high;
-  std::vector<float> frac;
-};
-Taps taps(int64_t out_size, int64_t in_size) {
-  Taps t;
-  const double scale = double(in_size) / double(out_size);
-  for (int64_t i = 0; i < out_size; ++i) {
-    const double src = (double(i) + 0.5) * scale - 0.5;
-    const double low = std::floor(src);
-    t.low.push_back(std::clamp<int64_t>(static_cast<int64_t>(low), 0, in_size - 1));
-    t.high.push_back(std::clamp<int64_t>(static_cast<int64_t>(low) + 1, 0, in_size - 1));
-    t.frac.push_back(static_cast<float>(src - low));
-  }
-  return t;
-}
-
-void resize_into(const std::vector<float>& in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w,
-                 float* out) {
-  const Taps ty = taps(out_h, in_h), tx = taps(out_w, in_w);
-  auto at = [&](int64_t y, int64_t x, int64_t c) { return in[static_cast<std::size_t>((y * in_w + x) * channels + c)]; };
-  for (int64_t y = 0; y < out_h; ++y) {
-    const auto iy = static_cast<std::size_t>(y);
-    for (int64_t x = 0; x < out_w; ++x) {
-      const auto ix = static_cast<std::size_t>(x);
-      for (int64_t c = 0; c < channels; ++c) {
-        const float top = at(ty.low[iy], tx.low[ix], c) * (1 - tx.frac[ix]) + at(ty.low[iy], tx.high[ix], c) * tx.frac[ix];
-        const float bottom = at(ty.high[iy], tx.low[ix], c) * (1 - tx.frac[ix]) + at(ty.high[iy], tx.high[ix], c) * tx.frac[ix];
-        *out++ = top * (1 - ty.frac[iy]) + bottom * ty.frac[iy];
-      }
-    }
-  }
-}
-
-Dataset load(const std::vector<ImageFile>& files, std::size_t begin, std::size_t end, const ImageDirectoryOptions& o,
+Dataset load(const std::vector<data::ImageFile>& files, std::size_t begin, std::size_t end, const ImageDirectoryOptions& o,
              int64_t channels, std::size_t classes) {
   const auto rows = static_cast<int64_t>(end - begin);
   Tensor x(Shape{rows, o.image_height, o.image_width, channels}, DType::F32);
   const bool one_hot = o.label_mode == "categorical";
   Tensor y = one_hot ? Tensor(Shape{rows, static_cast<int64_t>(classes)}, DType::F32) : Tensor(Shape{rows}, DType::I32);
   const int64_t image_values = o.image_height * o.image_width * channels;
+  const std::size_t label_bytes = y.bytes() / static_cast<std::size_t>(rows);
   for (std::size_t i = begin; i < end; ++i) {
     const auto r = static_cast<int64_t>(i - begin);
-    const io::DecodedImage image = io::decode_image(files[i].path);
-    resize_into(to_channels(image, channels), image.height, image.width, channels, o.image_height, o.image_width,
-                x.data<float>() + r * image_values);
-    if (one_hot) {
-      float* row = y.data<float>() + r * static_cast<int64_t>(classes);
-      std::fill(row, row + classes, 0.f);
-      row[files[i].label] = 1.f;
-    } else {
-      y.data<int32_t>()[r] = files[i].label;
-    }
+    data::image_to_row(io::decode_image(files[i].path), channels, o.image_height, o.image_width, x.data<float>() + r * image_values);
+    data::write_label(files[i].label, one_hot, classes, static_cast<std::byte*>(y.raw()) + static_cast<std::size_t>(r) * label_bytes);
   }
   return Dataset(std::move(x), std::move(y));
 }
 }  // namespace
 
 ImageDirectory image_dataset_from_directory(const std::string& directory, const ImageDirectoryOptions& o) {
-  const std::string who = "image_dataset_from_directory(\"" + directory + "\")";
-  if (!fs::is_directory(directory)) throw ValueError(who + ": not a folder");
-  const int64_t channels = channels_of(o.color_mode);
-  if (o.label_mode != "int" && o.label_mode != "categorical")
-    throw ValueError(who + ": label_mode must be \"int\" or \"categorical\", got \"" + o.label_mode + "\"");
-  if (o.image_height < 1 || o.image_width < 1)
-    throw ValueError(who + ": image_height and image_width must be positive, got " + std::to_string(o.image_height) + " x " +
-                     std::to_string(o.image_width));
-  if (!(o.validation_split >= 0.0 && o.validation_split < 1.0))
-    throw ValueError(who + ": validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
+  const data::ImageListing listing = data::list_image_directory(directory, o, "image_dataset_from_directory(\"" + directory + "\")");
   ImageDirectory result;
-  result.class_names = o.class_names.empty() ? subfolders(directory) : o.class_names;
-  if (result.class_names.empty()) throw ValueError(who + ": no class subfolders");
-  std::vector<ImageFile> files = list_files(directory, result.class_names);
-  if (files.empty()) throw ValueError(who + ": no .png, .jpg or .jpeg files in its class subfolders");
-  if (o.shuffle) shuffle_files(files, o.seed);
-  // Keras: the validation subset is the last int(split · N) files, training the rest.
-  const auto validation = static_cast<std::size_t>(o.validation_split * double(files.size()));
-  const std::size_t training = files.size() - validation;
-  if (o.validation_split > 0 && (validation == 0 || training == 0))
-    throw ValueError(who + ": validation_split " + std::to_string(o.validation_split) + " of " + std::to_string(files.size()) +
-                     " files leaves " + std::to_string(training) + " for training and " + std::to_string(validation) +
-                     " for validation; each needs at least 1");
-  result.training = load(files, 0, training, o, channels, result.class_names.size());
-  if (validation) result.validation = load(files, training, files.size(), o, channels, result.class_names.size());
+  result.class_names = listing.class_names;
+  const std::size_t classes = listing.class_names.size();
+  result.training = load(listing.files, 0, listing.training, o, listing.channels, classes);
+  if (listing.training < listing.files.size())
+    result.validation = load(listing.files, listing.training, listing.files.size(), o, listing.channels, classes);
   return result;
 }
 
