@@ -137,6 +137,8 @@ TEST_CASE("streaming: a streamed dataset trains to the in-memory dataset's bits,
       CHECK(streamed.history.history.at("accuracy") == reference.history.history.at("accuracy"));
       CHECK(source->reads == 2 * 200);  // each sample once per epoch
     }
+  // The in-memory dataset through the same pipeline with several threads: the same bits too.
+  CHECK(same_bits(train(memory.with_pipeline({.num_parallel_calls = 4, .prefetch = 2}), nullptr, options).weights, reference.weights));
 }
 
 TEST_CASE("streaming: under Mirrored on two devices, streamed and in-memory data give the same bits") {

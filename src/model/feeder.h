@@ -66,7 +66,7 @@ class Feeder {
   // A worker of several stages only the rows its devices read: `step_for(rows)` gives the step
   // that runs batches of that many rows (compiled before the epoch starts).
   void select_rows(const distribute::Strategy& strategy, const std::function<const CompiledStep&(int64_t rows)>& step_for) {
-    if (strategy.workers() == 1) return;
+    if (strategy.workers() == 1 || batches_.num_batches() == 0) return;
     std::map<int64_t, data::RowRanges> by_rows;
     for (const int64_t rows : {batches_.batch_rows(0), batches_.batch_rows(batches_.num_batches() - 1)}) by_rows[rows] = rows_read(step_for(rows));
     prefetch_.select_rows([by_rows = std::move(by_rows)](int64_t rows) { return by_rows.at(rows); });
