@@ -141,15 +141,39 @@ TEST_CASE("streaming: a streamed dataset trains to the in-memory dataset's bits,
   CHECK(same_bits(train(memory.with_pipeline({.num_parallel_calls = 4, .prefetch = 2}), nullptr, options).weights, reference.weights));
 }
 
-TEST_CASE("streaming: under Mirrored on two devices, streamed and in-memory data give the same bits") {
+TEST_CASE("streaming: under Mirrored and Pipeline on two devices, streamed and in-memory data give the same bits") {
   const Dataset memory = mixed_blobs(200);
-  const Trained reference = train(memory, tandem::distribute::Mirrored(cpus(2)));
-  for (const int threads : {1, 4}) {
-    CAPTURE(threads);
-    const Trained streamed =
-        train(Dataset::from_source(std::make_shared<ArraySource>(memory), {.num_parallel_calls = threads}), tandem::distribute::Mirrored(cpus(2)));
-    CHECK(same_bits(streamed.weights, reference.weights));
+  for (const bool pipeline : {false, true}) {
+    CAPTURE(pipeline);
+    auto strategy = [&] {
+      return pipeline ? tandem::distribute::Pipeline(cpus(2), {.micro_batches = 2}) : tandem::distribute::Mirrored(cpus(2));
+    };
+    const Trained reference = train(memory, strategy());
+    for (const int threads : {1, 4}) {
+      CAPTURE(threads);
+      const Trained streamed = train(Dataset::from_source(std::make_shared<ArraySource>(memory), {.num_parallel_calls = threads}), strategy());
+      CHECK(same_bits(streamed.weights, reference.weights));
+    }
   }
+}
+
+TEST_CASE("streaming: a source that stops answering gives TimeoutError naming the batch and the source, not a hang") {
+  const Dataset memory = blobs(64, 20, 5);
+  const Dataset stuck = tandem::datasets::from_function<float, int32_t>(
+      64, {20}, {},
+      [&](int64_t i, std::span<float> x, std::span<int32_t> y) {
+        if (i == 40) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        std::copy_n(memory.x().data<float>() + i * 20, 20, x.begin());
+        y[0] = memory.y().data<int32_t>()[i];
+      },
+      {.num_parallel_calls = 2}, "a stuck reader");
+  const auto limit = tandem::watchdog_timeout();
+  tandem::set_watchdog_timeout(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(train(stuck, nullptr, {.shuffle = false}),
+                       doctest::Contains("watchdog: the decode threads did not stage batch 1 of a stuck reader within 300 ms"), tandem::TimeoutError);
+  tandem::set_watchdog_timeout(limit);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));  // the stuck read ends; its thread is joined
 }
 
 TEST_CASE("streaming: class_weight, row maps, validation_data, evaluate and predict on streamed data") {
