@@ -183,6 +183,10 @@ TEST_CASE("streaming: class_weight, row maps, validation_data, evaluate and pred
     const tandem::FitOptions o{.class_weight = {{0, 2.0}, {3, 0.5}}};
     CHECK(same_bits(train(streamed, nullptr, o).weights, train(memory, nullptr, o).weights));
   }
+  SUBCASE("steps_per_epoch: epochs that end mid-pass, and a stop mid-epoch") {
+    const tandem::FitOptions o{.steps_per_epoch = 3, .transforms = {jitter}};
+    CHECK(same_bits(train(streamed, nullptr, o).weights, train(memory, nullptr, o).weights));
+  }
   SUBCASE("one-hot targets from a row map, and streamed validation data") {
     auto fit_one_hot = [](const Dataset& d, const Dataset& validation) {
       tandem::set_random_seed(5);

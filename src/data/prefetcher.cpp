@@ -53,6 +53,7 @@ Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted) 
   }
   hold(staging_bytes_);
   threads_.reserve(static_cast<std::size_t>(max_threads_));
+  scratch_.reserve(static_cast<std::size_t>(max_threads_));  // never moved while a thread reads its own
   while (static_cast<int>(threads_.size()) < active_) add_thread();
 }
 
@@ -93,7 +94,7 @@ void Prefetcher::gather_into(Slot& s, int64_t b) {
     s.tickets[static_cast<std::size_t>(k)] = threads_[static_cast<std::size_t>(k)]->post(s.part[static_cast<std::size_t>(k)]);
 }
 
-void Prefetcher::start_epoch(int64_t first) {
+void Prefetcher::drain() {
   // An abandoned epoch may have left gathers running: they finish before their slots are reused.
   const auto deadline = core::Clock::now() + watchdog_timeout();
   for (auto& t : threads_) {
@@ -107,6 +108,11 @@ void Prefetcher::start_epoch(int64_t first) {
     } catch (...) {  // the failed gather of an abandoned epoch was reported then
     }
   }
+  for (auto& s : slots_) s->batch = -1;
+}
+
+void Prefetcher::start_epoch(int64_t first) {
+  drain();
   for (auto& s : slots_) s->batch = -1;
   const auto n = static_cast<int64_t>(slots_.size());
   for (int64_t b = first; b < first + n && b < batches_.num_batches(); ++b) gather_into(*slots_[static_cast<std::size_t>(b % n)], b);

@@ -34,6 +34,9 @@ class Prefetcher {
 
   // Before start_epoch: only these rows of each batch are staged (the others are left as they are).
   void select_rows(RowSelect select) { select_ = std::move(select); }
+  // Waits for the gathers still running (an epoch left before its end), dropping their errors:
+  // call it before Batcher::start_epoch changes the order they read.
+  void drain();
   // After Batcher::start_epoch: begins gathering batches `first`, first + 1, ...
   void start_epoch(int64_t first = 0);
   // Waits until batch b is staged; valid until release(b). Rethrows a gather error (a DataError

@@ -71,6 +71,7 @@ class Feeder {
     for (const int64_t rows : {batches_.batch_rows(0), batches_.batch_rows(batches_.num_batches() - 1)}) by_rows[rows] = rows_read(step_for(rows));
     prefetch_.select_rows([by_rows = std::move(by_rows)](int64_t rows) { return by_rows.at(rows); });
   }
+  void drain() { prefetch_.drain(); }  // before the batcher's next epoch: no gather reads its order then
   void start_epoch(int64_t first = 0) { prefetch_.start_epoch(first); }  // the epoch's batches from `first` on
   data::Prefetcher& prefetcher() { return prefetch_; }
   // Batch b as the index-th batch of the step: the columns are the inputs, then the targets.

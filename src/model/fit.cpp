@@ -346,6 +346,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     // Which pass over the data this epoch is part of, and its batches of that pass.
     const int64_t epochs_per_pass = (batches.num_batches() + per_epoch - 1) / per_epoch;
     const int64_t first = (epoch % epochs_per_pass) * per_epoch, last = std::min(batches.num_batches(), first + per_epoch);
+    feeder.drain();  // the last epoch's gathers ahead of its end read the order start_epoch rewrites
     batches.start_epoch(static_cast<int>(epoch / epochs_per_pass));
     Accumulator acc{0, std::vector<double>(m.metric_sums(), 0.0), 0};
     int64_t done = 0;  // batches of this epoch already run
