@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <sstream>
 #include <thread>
 
@@ -47,7 +48,7 @@ class ArraySource : public tandem::Source {
     reads.fetch_add(1);
     if (delay_.count()) std::this_thread::sleep_for(delay_);
     if (index == fail_at_) throw tandem::DataError(path(index), "cannot decode image file \"" + path(index) + "\": not a PNG file");
-    REQUIRE(out.size() == columns_.size());
+    if (out.size() != columns_.size()) throw std::logic_error("ArraySource: given " + std::to_string(out.size()) + " buffers");  // not REQUIRE: a decode thread
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       const std::size_t row = type_.column(c).bytes();
       std::memcpy(out[c], static_cast<const std::byte*>(columns_[c].raw()) + row * static_cast<std::size_t>(index), row);
