@@ -3,14 +3,20 @@
 // Mirrored), holds only its staging buffers, reports unreadable samples by file, resumes
 // mid-epoch without reading the skipped samples, and shows how long the step waits for input.
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <tandem/tandem.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <sstream>
@@ -405,4 +411,118 @@ TEST_CASE("streaming: AUTOTUNE adds decode threads while the step waits for inpu
   const uint64_t before = tandem::core::TaskThread::started();
   stderr_of([&] { model.fit(Dataset::from_source(slow, {.num_parallel_calls = tandem::AUTOTUNE}), {.epochs = 1, .batch_size = 8, .verbose = 0}); });
   CHECK(tandem::core::TaskThread::started() - before >= 2);  // started with one, added at least one
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIGKILL and restart: the test program runs itself as the training process to kill.
+
+namespace {
+
+constexpr const char* kChildDir = "TANDEM_STREAMING_CHILD_DIR";  // set: this process is the child
+constexpr const char* kChildKillAt = "TANDEM_STREAMING_CHILD_KILL_AT";
+
+// Kills its own process (SIGKILL) when training reaches step `at`, counted across restarts.
+class KillAtStep : public tandem::Callback {
+ public:
+  explicit KillAtStep(int64_t at) : at_(at) {}
+  void on_train_batch_end(int64_t, const tandem::Logs&) override {
+    if (model_->fit_progress().steps == at_) ::raise(SIGKILL);
+  }
+
+ private:
+  int64_t at_;
+};
+
+// Starts this test program as the child with its environment; kills it after `kill_after`
+// seconds unless it has exited (< 0: never). Returns the wait status.
+int run_self(const fs::path& dir, int64_t kill_at, double kill_after) {
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  std::vector<std::string> args = {exe, "--test-case=streaming child: one training run", "--no-version", "--minimal"};
+  std::vector<std::string> env = {std::string(kChildDir) + "=" + dir.string(), std::string(kChildKillAt) + "=" + std::to_string(kill_at)};
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  for (std::string& e : env) envp.push_back(e.data());
+  argv.push_back(nullptr), envp.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) == 0);
+  int status = 0;
+  if (kill_after >= 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kill_after);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    ::kill(pid, SIGKILL);
+  }
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+// Runs only as the child (the environment names its folder): 3 epochs of 19 steps on 600
+// streamed samples (3 decode threads, a row transform), streamed validation data, a backup every
+// 5 steps; writes the weights, the optimizer's state and the history (but data_wait, a timing)
+// to DIR/out.
+TEST_CASE("streaming child: one training run") {
+  const char* dir = std::getenv(kChildDir);
+  if (!dir) return;
+  const Dataset all = mixed_blobs(660);
+  const int64_t kill_at = std::stoll(std::getenv(kChildKillAt));
+  std::vector<tandem::CallbackPtr> callbacks;
+  if (kill_at > 0) callbacks.push_back(std::make_shared<KillAtStep>(kill_at));
+  callbacks.push_back(tandem::callbacks::BackupAndRestore((fs::path(dir) / "backup").string(), {.save_freq = 5}));
+  tandem::set_random_seed(9);
+  tandem::Sequential model({tl::InputLayer({20}), tl::Dense(16, "relu"), tl::Dropout(0.2), tl::Dense(5)});
+  model.compile({.optimizer = tandem::optimizers::Adam(1e-2), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
+  const auto h = model.fit(Dataset::from_source(std::make_shared<ArraySource>(all.slice(0, 600)), {.num_parallel_calls = 3}),
+                           {.epochs = 3, .batch_size = 32, .validation_data = Dataset::from_source(std::make_shared<ArraySource>(all.slice(600, 660))),
+                            .verbose = 0, .callbacks = callbacks, .transforms = {jitter}});
+  std::ofstream out(fs::path(dir) / "out", std::ios::binary | std::ios::trunc);
+  for (const Tensor& w : model.get_weights()) out.write(static_cast<const char*>(w.raw()), static_cast<std::streamsize>(w.bytes()));
+  for (const tandem::VariablePtr& v : model.optimizer()->variables())
+    out.write(static_cast<const char*>(v->value().raw()), static_cast<std::streamsize>(v->value().bytes()));
+  for (const auto& [key, values] : h.history)
+    if (key != "data_wait")
+      for (const double v : values) out << key << " " << std::hexfloat << v << "\n";
+}
+
+TEST_CASE("streaming: killed with SIGKILL 10 times and restarted, streamed training ends bitwise equal to an uninterrupted run") {
+  if (std::getenv(kChildDir)) return;
+  const fs::path reference = scratch_root.fresh("kill_reference"), killed = scratch_root.fresh("killed");
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(run_self(reference, 0, -1) == 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(fs::exists(reference / "out"));
+  const unsigned seed = std::random_device{}();
+  INFO("kill points drawn with seed " << seed);
+  std::mt19937 gen(seed);
+  // 7 kills at steps drawn across the run's 57 (the child raises SIGKILL there), then 3 by this
+  // process after random delays (a kill can land anywhere: mid-step, mid-backup, mid-read).
+  std::vector<int64_t> points(7);
+  for (int64_t& p : points) p = std::uniform_int_distribution<int64_t>(1, 57)(gen);
+  std::sort(points.begin(), points.end());  // each restart gets further than the last
+  int kills = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    const bool self = trial < 7;
+    const int64_t at = self ? points[static_cast<std::size_t>(trial)] : 0;
+    const double after = self ? -1 : std::uniform_real_distribution<double>(0.1, 0.9)(gen) * seconds;
+    CAPTURE(trial);
+    CAPTURE(at);
+    CAPTURE(after);
+    const int status = run_self(killed, at, after);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++kills;
+    else REQUIRE(status == 0);  // a run can finish before a delayed kill, or resume past a self-kill's step
+  }
+  MESSAGE("killed " << kills << " times of 10");
+  CHECK(kills >= 5);
+  REQUIRE(run_self(killed, 0, -1) == 0);
+  CHECK(file_text(killed / "out") == file_text(reference / "out"));
 }
