@@ -34,11 +34,9 @@ struct PipelineOptions {
   bool skip_errors = false;
 };
 
-// A change to every row of one of a Dataset's tensors that may change the row's shape and dtype
-// (one-hot targets, a cast). It runs as batches are staged, on the decode threads (several at
-// once when the dataset's num_parallel_calls > 1: apply must be safe to call concurrently),
-// wherever the dataset goes (fit, its validation split, evaluate), so the whole mapped tensor
-// never exists.
+// A change to every row of a Dataset's column that may change its shape and dtype (one-hot targets,
+// a cast), run as batches are staged, on the decode threads (concurrently when there are several:
+// apply must allow that), wherever the dataset goes, so the whole mapped tensor never exists.
 struct RowMap {
   TensorType row;  // each mapped row's shape (batch excluded) and dtype
   std::function<void(const std::byte* in, std::byte* out)> apply;  // one source row -> one mapped row
