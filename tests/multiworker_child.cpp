@@ -6,13 +6,20 @@
 //   multiworker_child compare A B TOLERANCE      exit 0 when every number of B is within
 //                                                TOLERANCE·max|A| of A's, else print and exit 1
 //
+// With MULTIWORKER_CHILD_STREAMED=1 set, the same data is streamed from a Source (two decode
+// threads), and each worker prints "worker R read N training samples": its share of the rows.
+//
 // Trains an MLP with Dropout on fixed synthetic data for one epoch of 5 shuffled steps (batch 32,
 // 150 rows: the last batch has 22 rows, split unevenly over the replicas), then evaluates and
 // predicts. The chief writes OUT_FILE: the weights, the optimizer's slots, the epoch's loss and
 // accuracy, evaluate's loss and accuracy and predict's outputs, as float64 numbers.
 #include <tandem/tandem.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -36,6 +43,24 @@ tandem::Dataset make_data() {
   return {tandem::Tensor::from({kRows, kFeatures}, std::span<const float>(x)), tandem::Tensor::from({kRows}, std::span<const int32_t>(y))};
 }
 
+// make_data()'s rows read one at a time, counted.
+class CountingSource : public tandem::Source {
+ public:
+  explicit CountingSource(tandem::Dataset data) : data_(std::move(data)) {}
+  int64_t size() const override { return kRows; }
+  tandem::SampleType sample_type() const override { return {{{tandem::Shape{kFeatures}, tandem::DType::F32}}, {{tandem::Shape{}, tandem::DType::I32}}}; }
+  void read(int64_t index, std::span<std::byte* const> out) const override {
+    reads.fetch_add(1);
+    std::memcpy(out[0], data_.x().data<float>() + index * kFeatures, kFeatures * sizeof(float));
+    std::memcpy(out[1], data_.y().data<int32_t>() + index, sizeof(int32_t));
+  }
+  std::string describe() const override { return "counted rows"; }
+  mutable std::atomic<int64_t> reads{0};
+
+ private:
+  tandem::Dataset data_;
+};
+
 void append(std::vector<double>& out, const tandem::Tensor& t) {
   for (int64_t i = 0; i < t.size(); ++i) out.push_back(t.item(i));
 }
@@ -49,7 +74,12 @@ int train(tandem::distribute::StrategyPtr strategy, const std::string& out_file)
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                  .metrics = {"accuracy"},
                  .strategy = strategy});
-  const tandem::History h = model.fit(data, {.epochs = 1, .batch_size = 32, .verbose = 1});
+  const char* streamed = std::getenv("MULTIWORKER_CHILD_STREAMED");
+  const auto source = std::make_shared<CountingSource>(data);
+  const tandem::History h = streamed && std::string(streamed) == "1"
+                                ? model.fit(tandem::Dataset::from_source(source, {.num_parallel_calls = 2}), {.epochs = 1, .batch_size = 32, .verbose = 1})
+                                : model.fit(data, {.epochs = 1, .batch_size = 32, .verbose = 1});
+  if (streamed) std::printf("worker %d read %lld training samples\n", tandem::distribute::this_worker().rank, static_cast<long long>(source->reads.load()));
   const tandem::Logs eval = model.evaluate(data, {.batch_size = 40, .verbose = 0});
   const tandem::Tensor predicted = model.predict(data.x(), {.batch_size = 64});
   if (!tandem::distribute::this_worker().chief()) return 0;

@@ -3,6 +3,9 @@
 #   1. 2 and 4 workers (oversubscribed), with 1 and 2 virtual devices each, end one epoch of 5
 #      steps with one process's Default weights, evaluate and predict results within 1e-5; the
 #      same run twice gives the same bits; workers with unequal device counts are refused.
+#   3. Streamed data (a Source read by decode threads): one process gives Default's bits; 2 workers
+#      x 2 devices give the in-memory run's bits (and Default's within 1e-5), each worker reading
+#      only its rows (the counts add up to the data set's 150, once).
 #   2. A worker killed mid-epoch, and one that stops answering: the others exit non-zero within
 #      60 s naming the lost worker; restarting all of them continues from BackupAndRestore's
 #      backup and ends with the uninterrupted run's weights, bit for bit.
@@ -63,4 +66,17 @@ for how in kill stop; do
   cmp "$dir/full.out" "$dir/$how.out" || fail "$how: the resumed run differs from the uninterrupted one"
   echo "$how: restarted run identical to the uninterrupted one"
 done
+echo "== 3. streamed data: each worker reads only its rows"
+MULTIWORKER_CHILD_STREAMED=1 "$child" default "$dir/streamed.bin" >/dev/null
+echo -n "streamed, one process: "
+"$child" compare "$dir/default.bin" "$dir/streamed.bin" 0 || fail "streamed Default differs from in-memory Default"
+MULTIWORKER_CHILD_STREAMED=1 launch 2 "$child" workers 2 "$dir/streamed-w2.bin" >"$dir/log" 2>&1 || { cat "$dir/log"; fail "streamed, 2 workers"; }
+echo -n "streamed, 2 workers x 2 devices: "
+"$child" compare "$dir/default.bin" "$dir/streamed-w2.bin" 1e-5 || fail "streamed 2 workers differ from Default"
+echo -n "streamed against in-memory, 2 workers x 2 devices: "
+"$child" compare "$dir/w2-2.bin" "$dir/streamed-w2.bin" 0 || fail "streamed 2 workers differ from in-memory 2 workers"
+reads=$(grep -o "worker [0-9] read [0-9]* training samples" "$dir/log" | sort)
+echo "$reads"
+total=$(awk '{s += $4} END {print s}' <<<"$reads")
+[[ $(wc -l <<<"$reads") -eq 2 && $total -eq 150 ]] || fail "the workers read $total samples in all, expected 150 (each its own rows)"
 echo "PASSED"

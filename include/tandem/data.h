@@ -1,21 +1,42 @@
-// In-memory datasets and the Fashion-MNIST loader; tandem/data_files.h reads CSV, HDF5 and images.
+// Datasets in memory or streamed from a Source, and the Fashion-MNIST loader; tandem/data_files.h
+// reads CSV, HDF5 and images. docs/input-pipelines.md describes the streaming pipeline.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tandem/data_source.h"
 #include "tandem/tensor.h"
 
 namespace tandem {
 
-// A change to every row of one of a Dataset's tensors that may change the row's shape and dtype
-// (one-hot targets, a cast). It runs as batches are staged, on the prefetch thread, wherever the
-// dataset goes (fit, its validation split, evaluate), so the whole mapped tensor never exists.
+// PipelineOptions::num_parallel_calls: measure and adapt the number of decode threads as training
+// goes (between 1 and the machine's hardware threads), as tf.data.AUTOTUNE does.
+inline constexpr int AUTOTUNE = -1;
+
+// How a Dataset's batches are staged while the model trains on the previous ones.
+struct PipelineOptions {
+  // Threads that read, map and transform the rows of a batch (each a part of its rows), or
+  // AUTOTUNE. The data never depends on it: every row lands where the epoch's order puts it.
+  int num_parallel_calls = AUTOTUNE;
+  // Batches staged ahead of the one being copied to the devices (>= 1). Staging memory is
+  // (prefetch + 1) x the bytes of one batch, whatever the data set's size.
+  int prefetch = 2;
+  // A sample whose read raises DataError is replaced by the next readable sample of the epoch's
+  // order (so batches keep their size and the result does not depend on thread timing), and fit
+  // warns with the count at the end of each epoch. false: the DataError stops fit.
+  bool skip_errors = false;
+};
+
+// A change to every row of a Dataset's column that may change its shape and dtype (one-hot targets,
+// a cast), run as batches are staged, on the decode threads (concurrently when there are several:
+// apply must allow that), wherever the dataset goes, so the whole mapped tensor never exists.
 struct RowMap {
   TensorType row;  // each mapped row's shape (batch excluded) and dtype
   std::function<void(const std::byte* in, std::byte* out)> apply;  // one source row -> one mapped row
@@ -25,9 +46,14 @@ using RowMapper = std::function<RowMap(const TensorType& source_row)>;
 
 // Features x and targets y with the same number of rows (dimension 0). A model with several
 // inputs or outputs takes one tensor per input and one per output, in the model's order.
+// A streamed Dataset (from_source, datasets::from_function) holds no tensors: its samples are read
+// from its Source as batches are staged, by the pipeline its PipelineOptions describe.
 class Dataset {
  public:
   Dataset() = default;
+  // Samples read by index from `source` as training goes: its sample_type's x columns are the
+  // model's inputs, its y columns the targets. A null source or a negative size is a ValueError.
+  static Dataset from_source(std::shared_ptr<const Source> source, PipelineOptions options = {});
   Dataset(Tensor x, Tensor y);  // throws ValueError naming both lengths if they differ
   Dataset(std::vector<Tensor> x, std::vector<Tensor> y);  // at least one of each, all of one row count
 
@@ -46,11 +72,21 @@ class Dataset {
     return from_spans(std::span<const X>(x, nx), std::move(x_shape), std::span<const Y>(y, ny), std::move(y_shape));
   }
 
-  int64_t size() const { return xs_.empty() ? 0 : xs_[0].shape()[0]; }
-  const Tensor& x() const { return xs_.at(0); }  // the first input's
-  const Tensor& y() const { return ys_.at(0); }  // the first output's
-  const std::vector<Tensor>& xs() const { return xs_; }
-  const std::vector<Tensor>& ys() const { return ys_; }
+  int64_t size() const { return source_ ? source_->size() : xs_.empty() ? 0 : xs_[0].shape()[0]; }
+  // The tensors of an in-memory Dataset; a streamed one has none (ValueError saying so).
+  const Tensor& x() const { return xs().at(0); }  // the first input's
+  const Tensor& y() const { return ys().at(0); }  // the first output's
+  const std::vector<Tensor>& xs() const { return source_ ? no_tensors("xs") : xs_; }
+  const std::vector<Tensor>& ys() const { return source_ ? no_tensors("ys") : ys_; }
+  std::size_t num_x() const { return x_maps_.size(); }  // inputs (tensors or x columns)
+  std::size_t num_y() const { return y_maps_.size(); }  // outputs
+
+  bool streamed() const { return source_ != nullptr; }
+  const std::shared_ptr<const Source>& source() const { return source_; }  // null in memory
+  // How batches are staged. In memory the default is one thread and one batch ahead (a gather
+  // is a copy); with_pipeline changes it for either kind.
+  const PipelineOptions& pipeline() const { return pipeline_; }
+  Dataset with_pipeline(PipelineOptions options) const;  // ValueError for a bad count
 
   // The same data with the rows of input `i` (of output `i`) mapped as they are staged:
   // `ds.map_y(datasets::one_hot(10))`. A tensor is mapped at most once.
@@ -78,8 +114,11 @@ class Dataset {
   }
   static void check_count(std::size_t count, const Shape& shape, const char* what);
   static void check_pointer(const void* p, const Shape& shape, const char* what);
+  [[noreturn]] const std::vector<Tensor>& no_tensors(const char* what) const;
   std::vector<Tensor> xs_, ys_;
-  std::vector<std::optional<RowMap>> x_maps_, y_maps_;  // one per tensor
+  std::vector<std::optional<RowMap>> x_maps_, y_maps_;  // one per tensor (per column when streamed)
+  std::shared_ptr<const Source> source_;
+  PipelineOptions pipeline_{.num_parallel_calls = 1, .prefetch = 1};
 };
 
 namespace datasets {
@@ -93,6 +132,31 @@ std::pair<Dataset, Dataset> fashion_mnist(const std::string& dir = "/usr/share/d
 // ops do). cast: every value converted to `dtype`.
 RowMapper one_hot(int64_t num_classes, DType dtype = DType::F32);
 RowMapper cast(DType dtype);
+
+// A user's own streamed data set, as keras.utils.PyDataset: `read(index, out)` writes sample
+// `index` (0 <= index < size) into one buffer per column of `type` (every x, then every y), each
+// with room for one sample. It is called from several decode threads at once, so it must be safe
+// to call concurrently; a sample it cannot produce raises DataError naming its file.
+using SampleReader = std::function<void(int64_t index, std::span<std::byte* const> out)>;
+Dataset from_function(int64_t size, SampleType type, SampleReader read, PipelineOptions options = {},
+                      std::string name = "from_function");
+
+// The same for one input and one target of element types X and Y (float, double, int32_t or
+// int64_t), rows of x_shape and y_shape: the callable fills typed spans.
+//   datasets::from_function<float, int32_t>(n, {28, 28}, {},
+//       [](int64_t i, std::span<float> x, std::span<int32_t> y) { ... });
+template <class X, class Y>
+Dataset from_function(int64_t size, Shape x_shape, Shape y_shape, std::function<void(int64_t, std::span<X>, std::span<Y>)> fill,
+                      PipelineOptions options = {}, std::string name = "from_function") {
+  const auto nx = static_cast<std::size_t>(x_shape.num_elements()), ny = static_cast<std::size_t>(y_shape.num_elements());
+  SampleType type{{{std::move(x_shape), dtype_of<X>()}}, {{std::move(y_shape), dtype_of<Y>()}}};
+  return from_function(
+      size, std::move(type),
+      [fill = std::move(fill), nx, ny](int64_t index, std::span<std::byte* const> out) {
+        fill(index, std::span<X>(reinterpret_cast<X*>(out[0]), nx), std::span<Y>(reinterpret_cast<Y*>(out[1]), ny));
+      },
+      options, std::move(name));
+}
 
 }  // namespace datasets
 

@@ -1,6 +1,8 @@
 // Model and Sequential: compile, fit, evaluate, predict, summary.
 #pragma once
 
+#include <concepts>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -137,6 +139,12 @@ class Model {
   Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const EvaluateOptions& options = {});
   Tensor predict(const Tensor& x, const PredictOptions& options = {});  // a model with one input and one output
   std::vector<Tensor> predict(const std::vector<Tensor>& x, const PredictOptions& options = {});  // one per output
+  // The x of a dataset (a streamed one too), one result per output; its targets are not read.
+  // (A template only so that predict({x0, x1}) still means the vector of inputs.)
+  template <std::same_as<Dataset> D>
+  std::vector<Tensor> predict(const D& data, const PredictOptions& options = {}) {
+    return predict_dataset(data, options);
+  }
 
   // One batch at a time (Keras's train_on_batch, test_on_batch, predict_on_batch): x and y are the
   // whole batch. train_on_batch runs one update and returns that batch's loss and metrics, as
@@ -202,9 +210,12 @@ class Model {
   friend std::unique_ptr<Model> load_model(const std::string& path);  // tandem/saving.h
   friend struct ModelPlotAccess;  // src/model/plot_model.cpp reads the layer calls and the placement
   Dataset prepare(const Dataset& data, const char* where);  // validates and converts x and y
+  Dataset streamed_inputs(const Dataset& data) const;       // a streamed dataset's x in the inputs' dtypes
   // Shapes checked and dtypes converted; with `maps`, its mapped inputs are checked as mapped.
   std::vector<Tensor> check_inputs(const std::vector<Tensor>& xs, const Dataset* maps = nullptr) const;
   std::optional<Tensor> row_weights(const Dataset& data, const FitOptions& o) const;  // from sample_weight or class_weight
+  std::vector<Tensor> predict_dataset(const Dataset& data, const PredictOptions& options);
+  std::function<float(const std::byte*)> streamed_row_weights(const Dataset& data, const FitOptions& o) const;  // from a staged target row
   std::unique_ptr<Impl> impl_;
   FitProgress progress_;
   std::optional<FitProgress> resume_;

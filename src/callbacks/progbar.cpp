@@ -140,9 +140,12 @@ struct ProgbarLogger::Bar {
     return per_step;
   }
 
+  // A streamed dataset's data_wait (ms per step waiting for input) goes with the step time.
   std::string metrics(bool signed_threshold) const {
     std::string out;
-    for (const std::string& key : order) out += " - " + key + ": " + format_value(values.at(key), signed_threshold);
+    if (const auto wait = values.find("data_wait"); wait != values.end()) out += format(" - data_wait: %.0fms", wait->second);
+    for (const std::string& key : order)
+      if (key != "data_wait") out += " - " + key + ": " + format_value(values.at(key), signed_threshold);
     return out;
   }
 

@@ -15,31 +15,43 @@ namespace {
 void copy(std::byte* dst, const std::byte* src, std::size_t n) {
   if (n) std::memcpy(dst, src, n);
 }
+constexpr std::size_t kAlign = 64;  // each column's scratch row starts on its own cache line
+std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
 
 Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed,
-                 std::vector<datasets::RowTransform> transforms)
+                 std::vector<datasets::RowTransform> transforms, RowWeight row_weight)
     : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed), transforms_(std::move(transforms)),
-      row_shape_(data_.x_row().shape) {
+      row_weight_(std::move(row_weight)), n_x_(data_.num_x()), row_shape_(data_.x_row().shape) {
   if (batch_size < 1) throw ValueError("Batcher: batch_size must be >= 1, got " + std::to_string(batch_size));
-  if (!transforms_.empty() && data_.xs().size() > 1)
-    throw ValueError("transforms: they change the rows of one input, but the model has " + std::to_string(data_.xs().size()));
+  if (!transforms_.empty() && data_.num_x() > 1)
+    throw ValueError("transforms: they change the rows of one input, but the model has " + std::to_string(data_.num_x()));
   if (!transforms_.empty() && data_.x_row().dtype != DType::F32)
     throw ValueError(std::string("transforms: they change float32 x, but x is ") + dtype_name(data_.x_row().dtype) +
                      " (the model's input dtype)");
-  columns_ = data_.xs();
-  columns_.insert(columns_.end(), data_.ys().begin(), data_.ys().end());
-  for (std::size_t i = 0; i < data_.xs().size(); ++i) maps_.push_back(data_.x_map(i) ? &*data_.x_map(i) : nullptr);
-  for (std::size_t i = 0; i < data_.ys().size(); ++i) maps_.push_back(data_.y_map(i) ? &*data_.y_map(i) : nullptr);
+  for (std::size_t i = 0; i < data_.num_x(); ++i) maps_.push_back(data_.x_map(i) ? &*data_.x_map(i) : nullptr);
+  for (std::size_t i = 0; i < data_.num_y(); ++i) maps_.push_back(data_.y_map(i) ? &*data_.y_map(i) : nullptr);
   const auto n = static_cast<std::size_t>(data_.size());
-  for (std::size_t c = 0; c < columns_.size(); ++c) {
-    source_bytes_.push_back(n ? columns_[c].bytes() / n : 0);
-    row_bytes_.push_back(maps_[c] ? static_cast<std::size_t>(maps_[c]->row.shape.num_elements()) * dtype_size(maps_[c]->row.dtype)
-                                  : source_bytes_.back());
+  if (data_.streamed()) {
+    const SampleType type = data_.source()->sample_type();
+    for (std::size_t c = 0; c < type.columns(); ++c) {
+      source_bytes_.push_back(type.column(c).bytes());
+      scratch_at_.push_back(scratch_bytes_);
+      scratch_bytes_ += aligned(source_bytes_.back());
+    }
+  } else {
+    columns_ = data_.xs();
+    columns_.insert(columns_.end(), data_.ys().begin(), data_.ys().end());
+    for (const Tensor& t : columns_) source_bytes_.push_back(n ? t.bytes() / n : 0);
   }
-  order_.resize(static_cast<std::size_t>(data_.size()));
+  for (std::size_t c = 0; c < maps_.size(); ++c)
+    row_bytes_.push_back(maps_[c] ? maps_[c]->row.bytes() : source_bytes_[c]);
+  if (row_weight_) row_bytes_.push_back(sizeof(float));
+  order_.resize(n);
   start_epoch(0);
 }
+
+std::string Batcher::describe() const { return data_.streamed() ? data_.source()->describe() : std::string("the in-memory dataset"); }
 
 void Batcher::start_epoch(int epoch) {
   epoch_ = epoch;
@@ -59,30 +71,90 @@ int64_t Batcher::batch_rows(int64_t b) const {
 }
 
 void Batcher::gather(int64_t b, const std::vector<void*>& outs) const {
+  std::vector<std::byte> scratch(scratch_bytes_);
+  gather(b, outs, 0, batch_rows(b), scratch.data());
+}
+
+int64_t Batcher::gather(int64_t b, const std::vector<void*>& outs, int64_t begin, int64_t end, std::byte* scratch,
+                        std::string* first_error) const {
   const int64_t rows = batch_rows(b);
+  if (begin < 0 || end > rows || begin > end)
+    throw Error("internal: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of a batch of " + std::to_string(rows));
   const int64_t first = b * batch_size_;
+  int64_t skipped = 0;
+  if (data_.streamed()) skipped = read_rows(outs, first, begin, end, scratch, first_error);
+  else copy_rows(outs, first, begin, end);
+  if (row_weight_ && outs.back() && outs.at(n_x_))
+    for (int64_t r = begin; r < end; ++r) {
+      const float w = row_weight_(static_cast<const std::byte*>(outs[n_x_]) + static_cast<std::size_t>(r) * row_bytes_[n_x_]);
+      std::memcpy(static_cast<std::byte*>(outs.back()) + static_cast<std::size_t>(r) * sizeof w, &w, sizeof w);
+    }
+  return skipped;
+}
+
+void Batcher::copy_rows(const std::vector<void*>& outs, int64_t first, int64_t begin, int64_t end) const {
   for (std::size_t c = 0; c < columns_.size(); ++c) {
     auto* dst = static_cast<std::byte*>(outs.at(c));
     if (!dst) continue;
     const auto* src = static_cast<const std::byte*>(columns_[c].raw());
     const std::size_t row = row_bytes_[c];
     if (maps_[c]) {  // each row through its map, from where the order puts it
-      for (int64_t r = 0; r < rows; ++r) {
-        const auto at = static_cast<std::size_t>(shuffle_ ? order_[static_cast<std::size_t>(first + r)] : first + r);
-        maps_[c]->apply(src + at * source_bytes_[c], dst + static_cast<std::size_t>(r) * row);
-      }
+      for (int64_t r = begin; r < end; ++r)
+        maps_[c]->apply(src + static_cast<std::size_t>(sample(first + r)) * source_bytes_[c], dst + static_cast<std::size_t>(r) * row);
       continue;
     }
     if (!shuffle_) {  // rows are contiguous, so one copy
-      copy(dst, src + row * static_cast<std::size_t>(first), row * static_cast<std::size_t>(rows));
+      copy(dst + row * static_cast<std::size_t>(begin), src + row * static_cast<std::size_t>(first + begin), row * static_cast<std::size_t>(end - begin));
       continue;
     }
-    for (int64_t r = 0; r < rows; ++r)
-      copy(dst + static_cast<std::size_t>(r) * row, src + static_cast<std::size_t>(order_[static_cast<std::size_t>(first + r)]) * row, row);
+    for (int64_t r = begin; r < end; ++r)
+      copy(dst + static_cast<std::size_t>(r) * row, src + static_cast<std::size_t>(sample(first + r)) * row, row);
   }
-  if (transforms_.empty()) return;
-  auto* x = static_cast<std::byte*>(outs.at(0));
-  for (int64_t r = 0; r < rows; ++r) transform(x + static_cast<std::size_t>(r) * row_bytes_[0], order_[static_cast<std::size_t>(first + r)]);
+  if (transforms_.empty() || !outs.at(0)) return;
+  auto* x = static_cast<std::byte*>(outs[0]);
+  for (int64_t r = begin; r < end; ++r) transform(x + static_cast<std::size_t>(r) * row_bytes_[0], sample(first + r));
+}
+
+// One sample into row r: each column read straight into its place in the batch when it is staged
+// as read, else into scratch and from there through its map (or nowhere: a column not staged).
+void Batcher::read_row(int64_t index, int64_t r, const std::vector<void*>& outs, std::byte* scratch) const {
+  constexpr std::size_t kMaxColumns = 64;
+  std::byte* at[kMaxColumns];
+  const std::size_t n = source_bytes_.size();
+  if (n > kMaxColumns) throw ValueError("Batcher: a sample of " + std::to_string(n) + " columns; at most 64 are supported");
+  for (std::size_t c = 0; c < n; ++c) {
+    auto* dst = static_cast<std::byte*>(outs.at(c));
+    at[c] = dst && !maps_[c] ? dst + static_cast<std::size_t>(r) * row_bytes_[c] : scratch + scratch_at_[c];
+  }
+  data_.source()->read(index, std::span<std::byte* const>(at, n));
+  for (std::size_t c = 0; c < n; ++c)
+    if (maps_[c] && outs[c]) maps_[c]->apply(at[c], static_cast<std::byte*>(outs[c]) + static_cast<std::size_t>(r) * row_bytes_[c]);
+}
+
+int64_t Batcher::read_rows(const std::vector<void*>& outs, int64_t first, int64_t begin, int64_t end, std::byte* scratch,
+                           std::string* first_error) const {
+  const int64_t n = data_.size();
+  int64_t skipped = 0;
+  for (int64_t r = begin; r < end; ++r) {
+    int64_t position = first + r, index = sample(position);
+    // A sample that fails is replaced by the next one of the order that reads: a function of the
+    // order and of which samples fail, never of which thread got there first.
+    for (int64_t tries = 0;; ++tries) {
+      try {
+        read_row(index, r, outs, scratch);
+        break;
+      } catch (const DataError& e) {
+        if (!data_.pipeline().skip_errors) throw;
+        if (tries == 0 && skipped++ == 0 && first_error) *first_error = e.what();
+        if (tries + 1 >= n)
+          throw DataError(e.path(), std::string("skip_errors: no sample of ").append(describe()).append(" could be read; the last error: ").append(e.what()));
+        position = (position + 1) % n;
+        index = sample(position);
+      }
+    }
+    if (!transforms_.empty() && outs.at(0)) transform(static_cast<std::byte*>(outs[0]) + static_cast<std::size_t>(r) * row_bytes_[0], index);
+  }
+  return skipped;
 }
 
 void Batcher::transform(std::byte* x_row, int64_t source_row) const {

@@ -34,35 +34,44 @@ Dataset::Dataset(std::vector<Tensor> x, std::vector<Tensor> y) : xs_(std::move(x
 namespace {
 TensorType row_type(const Tensor& t) { return {t.shape().without_batch(), t.dtype()}; }
 
-Dataset mapped(const Dataset& data, const RowMapper& mapper, std::vector<std::optional<RowMap>>& maps, const Tensor& t, std::size_t i,
+Dataset mapped(const Dataset& data, const RowMapper& mapper, std::vector<std::optional<RowMap>>& maps, const TensorType& t, std::size_t i,
                const char* what) {
   const std::string who = std::string("Dataset::map_") + what + "(" + std::to_string(i) + ")";
   if (!mapper) throw ValueError(who + ": the mapper is empty");
   if (maps[i]) throw ValueError(who + ": that tensor is mapped already; map it once, with one function doing both");
-  RowMap m = mapper(row_type(t));
+  RowMap m = mapper(t);
   if (!m.apply) throw ValueError(who + ": the mapper gave no apply function");
   maps[i] = std::move(m);
   return data;
 }
 }  // namespace
 
+// A streamed dataset's rows are its source's samples: the map takes the source's column type.
 Dataset Dataset::map_x(const RowMapper& mapper, std::size_t i) const {
-  if (i >= xs_.size()) throw ValueError("Dataset::map_x: input " + std::to_string(i) + " of " + std::to_string(xs_.size()));
+  if (i >= num_x()) throw ValueError("Dataset::map_x: input " + std::to_string(i) + " of " + std::to_string(num_x()));
   Dataset out = *this;
-  return mapped(out, mapper, out.x_maps_, xs_[i], i, "x");
+  return mapped(out, mapper, out.x_maps_, source_ ? source_->sample_type().x.at(i) : row_type(xs_[i]), i, "x");
 }
 
 Dataset Dataset::map_y(const RowMapper& mapper, std::size_t i) const {
-  if (i >= ys_.size()) throw ValueError("Dataset::map_y: output " + std::to_string(i) + " of " + std::to_string(ys_.size()));
+  if (i >= num_y()) throw ValueError("Dataset::map_y: output " + std::to_string(i) + " of " + std::to_string(num_y()));
   Dataset out = *this;
-  return mapped(out, mapper, out.y_maps_, ys_[i], i, "y");
+  return mapped(out, mapper, out.y_maps_, source_ ? source_->sample_type().y.at(i) : row_type(ys_[i]), i, "y");
 }
 
-TensorType Dataset::x_row(std::size_t i) const { return x_maps_.at(i) ? x_maps_[i]->row : row_type(xs_.at(i)); }
-TensorType Dataset::y_row(std::size_t i) const { return y_maps_.at(i) ? y_maps_[i]->row : row_type(ys_.at(i)); }
+TensorType Dataset::x_row(std::size_t i) const {
+  if (x_maps_.at(i)) return x_maps_[i]->row;
+  return source_ ? source_->sample_type().x.at(i) : row_type(xs_.at(i));
+}
+TensorType Dataset::y_row(std::size_t i) const {
+  if (y_maps_.at(i)) return y_maps_[i]->row;
+  return source_ ? source_->sample_type().y.at(i) : row_type(ys_.at(i));
+}
 
 Dataset Dataset::with(std::vector<Tensor> x, std::vector<Tensor> y) const {
+  if (source_) no_tensors("with");
   Dataset out(std::move(x), std::move(y));
+  out.pipeline_ = pipeline_;
   if (out.xs_.size() != xs_.size() || out.ys_.size() < ys_.size())
     throw ValueError("Dataset::with: expected " + std::to_string(xs_.size()) + " x and at least " + std::to_string(ys_.size()) + " y tensors");
   for (std::size_t i = 0; i < xs_.size(); ++i) out.x_maps_[i] = x_maps_[i];
@@ -86,6 +95,7 @@ void Dataset::check_pointer(const void* p, const Shape& shape, const char* what)
 }
 
 Dataset Dataset::slice(int64_t begin, int64_t end) const {
+  if (source_) throw ValueError("Dataset::slice: a dataset streamed from " + source_->describe() + " cannot be sliced into tensors");
   if (begin < 0 || end > size() || begin > end)
     throw ValueError("Dataset::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
                      ") outside a dataset of " + std::to_string(size()) + " rows");

@@ -1,6 +1,8 @@
 #include "data/prefetcher.h"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "tandem/errors.h"
 #include "tandem/watchdog.h"
@@ -9,59 +11,160 @@ namespace tandem::data {
 
 namespace {
 constexpr auto kWaitSpin = std::chrono::microseconds(20);
-}  // namespace
+// AUTOTUNE decides every this many batches: one more decode thread while the step waited for
+// input more than kTuneWait of the window's time, up to the hardware threads.
+constexpr int64_t kTuneWindow = 8;
+constexpr double kTuneWait = 0.02;
 
-Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted)
-    : batches_(batches), thread_(2, core::Clock::duration::zero()) {
-  const auto rows = static_cast<std::size_t>(batches.num_batches() ? batches.batch_rows(0) : 0);
-  for (Slot& s : slots_) {
-    s.columns.resize(batches.columns());
-    for (std::size_t c = 0; c < batches.columns(); ++c) {
-      const bool want = c < wanted.size() && wanted[c];
-      if (want) s.columns[c].resize(rows * batches.row_bytes(c));  // once, for the largest batch
-      s.outs.push_back(want ? s.columns[c].data() : nullptr);  // null for zero-byte rows too: nothing to copy
-    }
-    // Reads s.batch, which gather_into writes before posting.
-    s.gather = [this, &s] { batches_.gather(s.batch, s.outs); };
+std::atomic<std::size_t> live_staging{0}, peak_staging{0};
+
+double seconds(core::Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+void hold(std::size_t bytes) {
+  const std::size_t now = live_staging.fetch_add(bytes) + bytes;
+  std::size_t peak = peak_staging.load();
+  while (now > peak && !peak_staging.compare_exchange_weak(peak, now)) {
   }
 }
+}  // namespace
 
-void Prefetcher::gather_into(Slot& slot, int64_t b) {
-  slot.batch = b;
-  slot.ticket = thread_.post(slot.gather);
+std::size_t Prefetcher::peak_staging_bytes() { return peak_staging.load(); }
+void Prefetcher::reset_peak_staging_bytes() { peak_staging.store(live_staging.load()); }
+
+Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted) : batches_(batches) {
+  const PipelineOptions& o = batches.pipeline();
+  autotuning_ = o.num_parallel_calls == AUTOTUNE;
+  max_threads_ = autotuning_ ? std::max(1, static_cast<int>(std::thread::hardware_concurrency())) : std::max(1, o.num_parallel_calls);
+  active_ = autotuning_ ? 1 : max_threads_;
+  const auto rows = static_cast<std::size_t>(batches.num_batches() ? batches.batch_rows(0) : 0);
+  const int slots = std::max(1, o.prefetch) + 1;
+  for (int i = 0; i < slots; ++i) {
+    auto s = std::make_unique<Slot>();
+    s->columns.resize(batches.columns());
+    for (std::size_t c = 0; c < batches.columns(); ++c) {
+      const bool want = c < wanted.size() && wanted[c];
+      if (want) s->columns[c].resize(rows * batches.row_bytes(c));  // once, for the largest batch
+      staging_bytes_ += s->columns[c].size();
+      s->outs.push_back(want ? s->columns[c].data() : nullptr);  // null for zero-byte rows too: nothing to copy
+    }
+    s->tickets.resize(static_cast<std::size_t>(max_threads_));
+    for (int k = 0; k < max_threads_; ++k) s->part.emplace_back([this, slot = s.get(), k] { gather_part(*slot, k); });
+    slots_.push_back(std::move(s));
+  }
+  hold(staging_bytes_);
+  threads_.reserve(static_cast<std::size_t>(max_threads_));
+  scratch_.reserve(static_cast<std::size_t>(max_threads_));  // never moved while a thread reads its own
+  while (static_cast<int>(threads_.size()) < active_) add_thread();
 }
 
-void Prefetcher::start_epoch(int64_t first) {
-  if (thread_.posted() > 0) {  // an abandoned epoch may have left a gather running
-    const uint64_t last = thread_.posted() - 1;
+Prefetcher::~Prefetcher() {
+  for (auto& t : threads_) t.reset();  // each finishes what it was given, then joins
+  live_staging.fetch_sub(staging_bytes_);
+}
+
+void Prefetcher::add_thread() {
+  scratch_.emplace_back(batches_.scratch_bytes());
+  staging_bytes_ += batches_.scratch_bytes();
+  hold(batches_.scratch_bytes());
+  threads_.push_back(std::make_unique<core::TaskThread>(static_cast<int>(slots_.size()), core::Clock::duration::zero()));
+}
+
+void Prefetcher::gather_part(Slot& s, int k) {
+  std::string error;
+  int64_t skipped = 0;
+  for (const auto& [begin, end] : s.ranges) {  // this thread's share of each range
+    const int64_t n = end - begin, lo = begin + n * k / s.parts, hi = begin + n * (k + 1) / s.parts;
+    if (lo < hi) skipped += batches_.gather(s.batch, s.outs, lo, hi, scratch_[static_cast<std::size_t>(k)].data(), error.empty() ? &error : nullptr);
+  }
+  if (!skipped) return;
+  s.skipped.fetch_add(skipped);
+  const std::lock_guard lock(s.error_mutex);
+  if (k < s.error_part) s.first_error = error, s.error_part = k;  // the first rows' error, whichever thread ends first
+}
+
+void Prefetcher::gather_into(Slot& s, int64_t b) {
+  const int64_t rows = batches_.batch_rows(b);
+  s.batch = b;
+  s.ranges = select_ ? select_(rows) : RowRanges{{0, rows}};
+  s.parts = active_;
+  s.skipped.store(0);
+  s.first_error.clear();
+  s.error_part = s.parts;
+  for (int k = 0; k < s.parts; ++k)
+    s.tickets[static_cast<std::size_t>(k)] = threads_[static_cast<std::size_t>(k)]->post(s.part[static_cast<std::size_t>(k)]);
+}
+
+void Prefetcher::drain() {
+  // An abandoned epoch may have left gathers running: they finish before their slots are reused.
+  const auto deadline = core::Clock::now() + watchdog_timeout();
+  for (auto& t : threads_) {
+    if (t->posted() == 0) continue;
     try {
-      if (!thread_.wait(last, core::Clock::now() + watchdog_timeout()))
-        throw TimeoutError("watchdog: the prefetch thread did not finish the previous epoch's gathers within " +
+      if (!t->wait(t->posted() - 1, deadline))
+        throw TimeoutError("watchdog: the decode threads did not finish the previous epoch's batches of " + batches_.describe() + " within " +
                            std::to_string(watchdog_timeout().count()) + " ms");
     } catch (const TimeoutError&) {
       throw;
     } catch (...) {  // the failed gather of an abandoned epoch was reported then
     }
   }
-  for (Slot& s : slots_) s.batch = -1;
-  for (int64_t b = first; b < first + 2 && b < batches_.num_batches(); ++b) gather_into(slots_[b % 2], b);
+  for (auto& s : slots_) s->batch = -1;
+}
+
+void Prefetcher::start_epoch(int64_t first) {
+  drain();
+  for (auto& s : slots_) s->batch = -1;
+  const auto n = static_cast<int64_t>(slots_.size());
+  for (int64_t b = first; b < first + n && b < batches_.num_batches(); ++b) gather_into(*slots_[static_cast<std::size_t>(b % n)], b);
+  window_batches_ = 0, window_waited_ = 0, window_start_ = seconds(core::Clock::now());
 }
 
 Prefetcher::Slot& Prefetcher::ready(int64_t b) {
-  Slot& s = slots_[b % 2];
+  Slot& s = *slots_[static_cast<std::size_t>(b % static_cast<int64_t>(slots_.size()))];
   if (s.batch != b) throw Error("internal: batch " + std::to_string(b) + " was never asked of the prefetcher");
-  if (!thread_.wait(s.ticket, core::Clock::now() + watchdog_timeout(), kWaitSpin))
-    throw TimeoutError("watchdog: the prefetch thread did not gather batch " + std::to_string(b) + " within " +
-                       std::to_string(watchdog_timeout().count()) + " ms");
+  const auto start = core::Clock::now();
+  const auto deadline = start + watchdog_timeout();
+  bool waited = false;
+  for (int k = 0; k < s.parts; ++k) {
+    core::TaskThread& t = *threads_[static_cast<std::size_t>(k)];
+    const uint64_t ticket = s.tickets[static_cast<std::size_t>(k)];
+    waited = waited || !t.finished(ticket);
+    if (!t.wait(ticket, deadline, kWaitSpin))
+      throw TimeoutError("watchdog: the decode threads did not stage batch " + std::to_string(b) + " of " + batches_.describe() + " within " +
+                         std::to_string(watchdog_timeout().count()) + " ms");
+  }
+  if (waited) {
+    const double w = std::chrono::duration<double>(core::Clock::now() - start).count();
+    waited_ += w, window_waited_ += w;
+  }
   return s;
 }
 
 const std::byte* Prefetcher::column(int64_t b, std::size_t c) { return ready(b).columns.at(c).data(); }
 
+int64_t Prefetcher::take_skipped(std::string* first_error) {
+  if (first_error) *first_error = first_error_;
+  first_error_.clear();
+  return std::exchange(skipped_, 0);
+}
+
 void Prefetcher::release(int64_t b) {
-  Slot& s = slots_[b % 2];
+  Slot& s = *slots_[static_cast<std::size_t>(b % static_cast<int64_t>(slots_.size()))];
+  if (const int64_t n = s.skipped.load()) {
+    if (!skipped_) first_error_ = s.first_error;
+    skipped_ += n;
+  }
   s.batch = -1;
-  if (b + 2 < batches_.num_batches()) gather_into(s, b + 2);
+  if (autotuning_ && ++window_batches_ >= kTuneWindow) {
+    const double now = seconds(core::Clock::now());
+    if (window_waited_ > kTuneWait * (now - window_start_) && active_ < max_threads_) {
+      ++active_;
+      if (static_cast<int>(threads_.size()) < active_) add_thread();
+    }
+    window_batches_ = 0, window_waited_ = 0, window_start_ = now;
+  }
+  const auto n = static_cast<int64_t>(slots_.size());
+  if (b + n < batches_.num_batches()) gather_into(s, b + n);
 }
 
 }  // namespace tandem::data

@@ -4,8 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <map>
 
 #include "data/batcher.h"
 #include "data/prefetcher.h"
@@ -34,13 +37,43 @@ inline std::vector<CallbackPtr> loop_callbacks(std::vector<CallbackPtr> callback
   return callbacks;
 }
 
-// Copies batch b, staged by the prefetch thread, into the step's inputs: each device gets the
+// The rows of a batch that this process's programs of `step` read (every row, unless the strategy
+// spreads the batch over several workers), merged into ascending ranges.
+inline data::RowRanges rows_read(const CompiledStep& step) {
+  data::RowRanges r;
+  auto add = [&](const std::vector<std::vector<CompiledStep::Feed>>& feeds) {
+    for (const auto& per_program : feeds)
+      for (const CompiledStep::Feed& f : per_program)
+        if (!f.at.empty())
+          for (int64_t piece = 0; piece < step.pieces; ++piece) r.emplace_back(piece * step.micro_rows + f.offset, piece * step.micro_rows + f.offset + f.rows);
+  };
+  add(step.x), add(step.y);
+  std::sort(r.begin(), r.end());
+  data::RowRanges merged;
+  for (const auto& [b, e] : r) {
+    if (!merged.empty() && b <= merged.back().second) merged.back().second = std::max(merged.back().second, e);
+    else merged.emplace_back(b, e);
+  }
+  return merged;
+}
+
+// Copies batch b, staged by the decode threads, into the step's inputs: each device gets the
 // rows of the batch its program reads.
 class Feeder {
  public:
   Feeder(const data::Batcher& batches, bool with_targets)
       : batches_(batches), prefetch_(batches, wanted(batches, with_targets)), with_targets_(with_targets) {}
+  // A worker of several stages only the rows its devices read: `step_for(rows)` gives the step
+  // that runs batches of that many rows (compiled before the epoch starts).
+  void select_rows(const distribute::Strategy& strategy, const std::function<const CompiledStep&(int64_t rows)>& step_for) {
+    if (strategy.workers() == 1 || batches_.num_batches() == 0) return;
+    std::map<int64_t, data::RowRanges> by_rows;
+    for (const int64_t rows : {batches_.batch_rows(0), batches_.batch_rows(batches_.num_batches() - 1)}) by_rows[rows] = rows_read(step_for(rows));
+    prefetch_.select_rows([by_rows = std::move(by_rows)](int64_t rows) { return by_rows.at(rows); });
+  }
+  void drain() { prefetch_.drain(); }  // before the batcher's next epoch: no gather reads its order then
   void start_epoch(int64_t first = 0) { prefetch_.start_epoch(first); }  // the epoch's batches from `first` on
+  data::Prefetcher& prefetcher() { return prefetch_; }
   // Batch b as the index-th batch of the step: the columns are the inputs, then the targets.
   void feed(int64_t b, const CompiledStep& step, int64_t index = 0) {
     const std::size_t n_x = step.x.size();
@@ -51,10 +84,10 @@ class Feeder {
   }
 
  private:
-  // predict's datasets carry an unused target column (a Dataset always has one), not staged.
+  // predict's datasets carry unused target columns (a Dataset always has one), not staged.
   static std::vector<bool> wanted(const data::Batcher& batches, bool with_targets) {
     std::vector<bool> w(batches.columns(), true);
-    if (!with_targets) w.back() = false;
+    if (!with_targets) std::fill(w.begin() + static_cast<std::ptrdiff_t>(batches.columns() - batches.targets()), w.end(), false);
     return w;
   }
   const data::Batcher& batches_;

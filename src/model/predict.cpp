@@ -21,24 +21,29 @@ Tensor Model::predict(const Tensor& x, const PredictOptions& o) {
 }
 
 std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const PredictOptions& o) {
-  Impl& m = *impl_;
-  m.settle_steps();
-  if (o.batch_size < 1) throw ValueError("predict: batch_size must be >= 1, got " + std::to_string(o.batch_size));
   if (x_in.empty()) throw ValueError("predict: no x given");
   for (const Tensor& t : x_in)
     if (t.shape().rank() < 1) throw ShapeError("predict: x must have a batch dimension, got shape " + t.shape().str());
-  ensure_built(x_in[0].shape().without_batch(), x_in[0].dtype());
-  if (!m.strategy) m.strategy = distribute::Default();
-  if (x_in.size() != m.inputs.size())
-    throw ValueError("Model \"" + name() + "\": predict expected " + std::to_string(m.inputs.size()) + " x tensors (one per input), got " +
-                     std::to_string(x_in.size()));
-  const int64_t n = x_in[0].shape()[0];
   // An unused target column, as every Dataset has one; the feeder does not stage it.
-  const Dataset data(check_inputs(x_in), {Tensor(Shape{n}, DType::I32)});
+  return predict_dataset(Dataset(x_in, {Tensor(Shape{x_in[0].shape()[0]}, DType::I32)}), o);
+}
+
+std::vector<Tensor> Model::predict_dataset(const Dataset& input, const PredictOptions& o) {
+  Impl& m = *impl_;
+  m.settle_steps();
+  if (o.batch_size < 1) throw ValueError("predict: batch_size must be >= 1, got " + std::to_string(o.batch_size));
+  ensure_built(input.x_row().shape, input.x_row().dtype);
+  if (!m.strategy) m.strategy = distribute::Default();
+  if (input.num_x() != m.inputs.size())
+    throw ValueError("Model \"" + name() + "\": predict expected " + std::to_string(m.inputs.size()) + " x tensors (one per input), got " +
+                     std::to_string(input.num_x()));
+  const int64_t n = input.size();
+  const Dataset data = input.streamed() ? (check_inputs({}, &input), streamed_inputs(input)) : input.with(check_inputs(input.xs(), &input), input.ys());
   data::Batcher batches(data, o.batch_size, false, 0);
   Feeder feeder(batches, false);
-  feeder.start_epoch();
   m.begin_steps();
+  feeder.select_rows(*m.strategy, [&](int64_t rows) -> const CompiledStep& { return m.step(StepKind::Predict, rows, {}); });
+  feeder.start_epoch();
   std::vector<Tensor> results;
   for (const Symbol& out : m.outputs) results.emplace_back(out.shape().without_batch().with_batch(n), out.dtype());
   const std::vector<CallbackPtr> callbacks =

@@ -13,6 +13,13 @@ class Tracer {
  public:
   Tracer();
   void set_track_names(std::vector<std::string> names) { names_ = std::move(names); }
+  // The track of that name, added after the others if it is new (the host's input pipeline).
+  int track(const std::string& name) {
+    for (std::size_t t = 0; t < names_.size(); ++t)
+      if (names_[t] == name) return static_cast<int>(t);
+    names_.push_back(name);
+    return static_cast<int>(names_.size()) - 1;
+  }
   void enable(bool on);
   bool enabled() const { return enabled_; }
   double now() const;  // microseconds since construction
