@@ -31,7 +31,7 @@
 namespace tl = tandem::layers;
 namespace fs = std::filesystem;
 using tandem::Dataset;
-using tandem::PipelineOptions;
+using tandem::InputPipelineOptions;
 using tandem::Tensor;
 
 namespace {
@@ -381,7 +381,7 @@ TEST_CASE("streaming: data_wait in the logs, the progress bar and the trace, and
   CHECK(h.history.at("data_wait")[0] > 5.0);  // 8 samples of 1.5 ms each per step, read by one thread
   CHECK(count_of(log, "UserWarning: fit: epoch 1: the training step waited for input") == 1);  // once per fit
   CHECK(count_of(log, "waited for input") == 1);
-  CHECK(count_of(log, "with 1 decode thread; give the dataset more (PipelineOptions::num_parallel_calls, or AUTOTUNE)") == 1);
+  CHECK(count_of(log, "with 1 decode thread; give the dataset more (InputPipelineOptions::num_parallel_calls, or AUTOTUNE)") == 1);
   std::ifstream in(trace);
   const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(count_of(json, "\"name\":\"data_wait\"") == 1);

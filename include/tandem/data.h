@@ -16,12 +16,12 @@
 
 namespace tandem {
 
-// PipelineOptions::num_parallel_calls: measure and adapt the number of decode threads as training
-// goes (between 1 and the machine's hardware threads), as tf.data.AUTOTUNE does.
+// For InputPipelineOptions::num_parallel_calls: measure and adapt the number of decode threads as
+// training goes (between 1 and the machine's hardware threads), as tf.data.AUTOTUNE does.
 inline constexpr int AUTOTUNE = -1;
 
 // How a Dataset's batches are staged while the model trains on the previous ones.
-struct PipelineOptions {
+struct InputPipelineOptions {
   // Threads that read, map and transform the rows of a batch (each a part of its rows), or
   // AUTOTUNE. The data never depends on it: every row lands where the epoch's order puts it.
   int num_parallel_calls = AUTOTUNE;
@@ -47,13 +47,13 @@ using RowMapper = std::function<RowMap(const TensorType& source_row)>;
 // Features x and targets y with the same number of rows (dimension 0). A model with several
 // inputs or outputs takes one tensor per input and one per output, in the model's order.
 // A streamed Dataset (from_source, datasets::from_function) holds no tensors: its samples are read
-// from its Source as batches are staged, by the pipeline its PipelineOptions describe.
+// from its Source as batches are staged, by the pipeline its InputPipelineOptions describe.
 class Dataset {
  public:
   Dataset() = default;
   // Samples read by index from `source` as training goes: its sample_type's x columns are the
   // model's inputs, its y columns the targets. A null source or a negative size is a ValueError.
-  static Dataset from_source(std::shared_ptr<const Source> source, PipelineOptions options = {});
+  static Dataset from_source(std::shared_ptr<const Source> source, InputPipelineOptions options = {});
   Dataset(Tensor x, Tensor y);  // throws ValueError naming both lengths if they differ
   Dataset(std::vector<Tensor> x, std::vector<Tensor> y);  // at least one of each, all of one row count
 
@@ -85,8 +85,8 @@ class Dataset {
   const std::shared_ptr<const Source>& source() const { return source_; }  // null in memory
   // How batches are staged. In memory the default is one thread and one batch ahead (a gather
   // is a copy); with_pipeline changes it for either kind.
-  const PipelineOptions& pipeline() const { return pipeline_; }
-  Dataset with_pipeline(PipelineOptions options) const;  // ValueError for a bad count
+  const InputPipelineOptions& pipeline() const { return pipeline_; }
+  Dataset with_pipeline(InputPipelineOptions options) const;  // ValueError for a bad count
 
   // The same data with the rows of input `i` (of output `i`) mapped as they are staged:
   // `ds.map_y(datasets::one_hot(10))`. A tensor is mapped at most once.
@@ -118,7 +118,7 @@ class Dataset {
   std::vector<Tensor> xs_, ys_;
   std::vector<std::optional<RowMap>> x_maps_, y_maps_;  // one per tensor (per column when streamed)
   std::shared_ptr<const Source> source_;
-  PipelineOptions pipeline_{.num_parallel_calls = 1, .prefetch = 1};
+  InputPipelineOptions pipeline_{.num_parallel_calls = 1, .prefetch = 1};
 };
 
 namespace datasets {
@@ -138,7 +138,7 @@ RowMapper cast(DType dtype);
 // with room for one sample. It is called from several decode threads at once, so it must be safe
 // to call concurrently; a sample it cannot produce raises DataError naming its file.
 using SampleReader = std::function<void(int64_t index, std::span<std::byte* const> out)>;
-Dataset from_function(int64_t size, SampleType type, SampleReader read, PipelineOptions options = {},
+Dataset from_function(int64_t size, SampleType type, SampleReader read, InputPipelineOptions options = {},
                       std::string name = "from_function");
 
 // The same for one input and one target of element types X and Y (float, double, int32_t or
@@ -147,7 +147,7 @@ Dataset from_function(int64_t size, SampleType type, SampleReader read, Pipeline
 //       [](int64_t i, std::span<float> x, std::span<int32_t> y) { ... });
 template <class X, class Y>
 Dataset from_function(int64_t size, Shape x_shape, Shape y_shape, std::function<void(int64_t, std::span<X>, std::span<Y>)> fill,
-                      PipelineOptions options = {}, std::string name = "from_function") {
+                      InputPipelineOptions options = {}, std::string name = "from_function") {
   const auto nx = static_cast<std::size_t>(x_shape.num_elements()), ny = static_cast<std::size_t>(y_shape.num_elements());
   SampleType type{{{std::move(x_shape), dtype_of<X>()}}, {{std::move(y_shape), dtype_of<Y>()}}};
   return from_function(

@@ -32,7 +32,7 @@ class Batcher {
   std::size_t columns() const { return row_bytes_.size(); }
   std::size_t targets() const { return data_.num_y() + (row_weight_ ? 1 : 0); }  // the last columns
   std::size_t row_bytes(std::size_t column) const { return row_bytes_[column]; }  // as staged: after its RowMap
-  const PipelineOptions& pipeline() const { return data_.pipeline(); }
+  const InputPipelineOptions& pipeline() const { return data_.pipeline(); }
   bool streamed() const { return data_.streamed(); }
   std::string describe() const;  // "the dataset" or the source's own description
   // Memory one gathering thread needs of its own (a streamed sample's columns as read), bytes.

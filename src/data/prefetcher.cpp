@@ -32,7 +32,7 @@ std::size_t Prefetcher::peak_staging_bytes() { return peak_staging.load(); }
 void Prefetcher::reset_peak_staging_bytes() { peak_staging.store(live_staging.load()); }
 
 Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted) : batches_(batches) {
-  const PipelineOptions& o = batches.pipeline();
+  const InputPipelineOptions& o = batches.pipeline();
   autotuning_ = o.num_parallel_calls == AUTOTUNE;
   max_threads_ = autotuning_ ? std::max(1, static_cast<int>(std::thread::hardware_concurrency())) : std::max(1, o.num_parallel_calls);
   active_ = autotuning_ ? 1 : max_threads_;

@@ -10,7 +10,7 @@
 namespace tandem {
 
 namespace {
-void check_options(const PipelineOptions& o, const char* who) {
+void check_options(const InputPipelineOptions& o, const char* who) {
   if (o.num_parallel_calls != AUTOTUNE && o.num_parallel_calls < 1)
     throw ValueError(std::string(who) + ": num_parallel_calls must be >= 1 or AUTOTUNE, got " + std::to_string(o.num_parallel_calls));
   if (o.prefetch < 1) throw ValueError(std::string(who) + ": prefetch must be >= 1 (batches staged ahead), got " + std::to_string(o.prefetch));
@@ -34,7 +34,7 @@ class FunctionSource final : public Source {
 };
 }  // namespace
 
-Dataset Dataset::from_source(std::shared_ptr<const Source> source, PipelineOptions options) {
+Dataset Dataset::from_source(std::shared_ptr<const Source> source, InputPipelineOptions options) {
   if (!source) throw ValueError("Dataset::from_source: the source is null");
   check_options(options, "Dataset::from_source");
   const SampleType type = source->sample_type();
@@ -54,7 +54,7 @@ Dataset Dataset::from_source(std::shared_ptr<const Source> source, PipelineOptio
   return out;
 }
 
-Dataset Dataset::with_pipeline(PipelineOptions options) const {
+Dataset Dataset::with_pipeline(InputPipelineOptions options) const {
   check_options(options, "Dataset::with_pipeline");
   Dataset out = *this;
   out.pipeline_ = options;
@@ -68,7 +68,7 @@ const std::vector<Tensor>& Dataset::no_tensors(const char* what) const {
 
 namespace datasets {
 
-Dataset from_function(int64_t size, SampleType type, SampleReader read, PipelineOptions options, std::string name) {
+Dataset from_function(int64_t size, SampleType type, SampleReader read, InputPipelineOptions options, std::string name) {
   if (!read) throw ValueError("datasets::from_function: the read function is empty");
   return Dataset::from_source(std::make_shared<FunctionSource>(size, std::move(type), std::move(read), std::move(name)), options);
 }

@@ -269,7 +269,7 @@ static void warn_about_input(const data::Batcher& batches, data::Prefetcher& pre
                   100.0 * waited / total, 1000.0 * waited / double(steps), 1000.0 * total / double(steps));
     std::cerr << "UserWarning: " << where << ": " << line << " reading " << batches.describe() << " with " << prefetch.threads()
               << " decode thread" << (prefetch.threads() == 1 ? "" : "s")
-              << "; give the dataset more (PipelineOptions::num_parallel_calls, or AUTOTUNE) or a deeper prefetch" << std::endl;
+              << "; give the dataset more (InputPipelineOptions::num_parallel_calls, or AUTOTUNE) or a deeper prefetch" << std::endl;
   }
 }
 
