@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "data/csv_columns.h"
+#include "data/read_check.h"
 #include "tandem/data_sources.h"
 #include "tandem/errors.h"
 
@@ -36,9 +37,7 @@ class CsvSource final : public Source {
   }
 
   void read(int64_t index, std::span<std::byte* const> out) const override {
-    if (index < 0 || index >= size() || out.size() != 2)
-      throw ValueError(describe() + ": read(" + std::to_string(index) + ") of " + std::to_string(size()) + " samples into " +
-                       std::to_string(out.size()) + " buffers (expected 2)");
+    data::check_read(*this, index, out.size(), 2);
     const auto i = static_cast<std::size_t>(index);
     const int64_t begin = offsets_[i], end = i + 1 < offsets_.size() ? offsets_[i + 1] : end_;
     std::string bytes(static_cast<std::size_t>(end - begin), '\0');

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "data/hdf5_columns.h"
+#include "data/read_check.h"
 #include "tandem/data_sources.h"
 #include "tandem/errors.h"
 
@@ -42,9 +43,7 @@ class Hdf5Source final : public Source {
   SampleType sample_type() const override { return {{columns_[0].row}, {columns_[1].row}}; }
 
   void read(int64_t index, std::span<std::byte* const> out) const override {
-    if (index < 0 || index >= rows_ || out.size() != 2)
-      throw ValueError(describe() + ": read(" + std::to_string(index) + ") of " + std::to_string(rows_) + " samples into " +
-                       std::to_string(out.size()) + " buffers (expected 2)");
+    data::check_read(*this, index, out.size(), 2);
     const int64_t b = index / block_;
     const std::lock_guard<std::mutex> lock(mutex_);
     auto it = std::find_if(cache_.begin(), cache_.end(), [&](const Block& k) { return k.index == b; });

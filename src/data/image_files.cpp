@@ -138,6 +138,13 @@ void resize_row(const float* in, int64_t in_h, int64_t in_w, int64_t channels, i
   resize_into(in, in_h, in_w, channels, out_h, out_w, out);
 }
 
+SampleType image_sample_type(int64_t height, int64_t width, int64_t channels, int64_t one_hot_classes) {
+  SampleType t;
+  t.x.push_back({Shape{height, width, channels}, DType::F32});
+  t.y.push_back(one_hot_classes > 0 ? TensorType{Shape{one_hot_classes}, DType::F32} : TensorType{Shape{}, DType::I32});
+  return t;
+}
+
 void write_label(int32_t label, bool one_hot, std::size_t classes, std::byte* out) {
   if (!one_hot) {
     std::memcpy(out, &label, sizeof label);

@@ -11,6 +11,7 @@
 
 #include "io/image_file.h"
 #include "tandem/data_files.h"
+#include "tandem/data_source.h"
 
 namespace tandem::data {
 
@@ -40,6 +41,10 @@ void image_to_row(const io::DecodedImage& image, int64_t channels, int64_t heigh
 // Resizes an image of floats (in_h × in_w × channels) to out_h × out_w with the same bilinear
 // sampling, into `out`.
 void resize_row(const float* in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w, float* out);
+
+// An image sample's type: x float32 (height, width, channels); y an int32 class id, or a float32
+// one-hot row of `one_hot_classes` values when that is > 0.
+SampleType image_sample_type(int64_t height, int64_t width, int64_t channels, int64_t one_hot_classes);
 
 // A label as image_dataset_from_directory writes it: an int32 class id ("int") or a float32
 // one-hot row of `classes` values ("categorical").

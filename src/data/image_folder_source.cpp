@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "data/image_files.h"
+#include "data/read_check.h"
 #include "tandem/data_sources.h"
 #include "tandem/errors.h"
 
@@ -18,19 +19,11 @@ class ImageFolderSource final : public Source {
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
 
   SampleType sample_type() const override {
-    SampleType t;
-    t.x.push_back({Shape{o_.image_height, o_.image_width, channels_}, DType::F32});
-    if (one_hot())
-      t.y.push_back({Shape{static_cast<int64_t>(classes_)}, DType::F32});
-    else
-      t.y.push_back({Shape{}, DType::I32});
-    return t;
+    return data::image_sample_type(o_.image_height, o_.image_width, channels_, one_hot() ? static_cast<int64_t>(classes_) : 0);
   }
 
   void read(int64_t index, std::span<std::byte* const> out) const override {
-    if (index < 0 || index >= size() || out.size() != 2)
-      throw ValueError(describe() + ": read(" + std::to_string(index) + ") of " + std::to_string(size()) + " samples into " +
-                       std::to_string(out.size()) + " buffers (expected 2)");
+    data::check_read(*this, index, out.size(), 2);
     const data::ImageFile& file = files_[static_cast<std::size_t>(index)];
     io::DecodedImage image;
     try {

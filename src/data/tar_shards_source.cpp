@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "data/image_files.h"
+#include "data/read_check.h"
 #include "io/tar_file.h"
 #include "tandem/data_sources.h"
 #include "tandem/errors.h"
@@ -69,19 +70,11 @@ class TarShardsSource final : public Source {
   int64_t size() const override { return static_cast<int64_t>(samples_.size()); }
 
   SampleType sample_type() const override {
-    SampleType t;
-    t.x.push_back({Shape{o_.image_height, o_.image_width, channels_}, DType::F32});
-    if (o_.label_mode == "categorical")
-      t.y.push_back({Shape{o_.num_classes}, DType::F32});
-    else
-      t.y.push_back({Shape{}, DType::I32});
-    return t;
+    return data::image_sample_type(o_.image_height, o_.image_width, channels_, o_.label_mode == "categorical" ? o_.num_classes : 0);
   }
 
   void read(int64_t index, std::span<std::byte* const> out) const override {
-    if (index < 0 || index >= size() || out.size() != 2)
-      throw ValueError(describe() + ": read(" + std::to_string(index) + ") of " + std::to_string(size()) + " samples into " +
-                       std::to_string(out.size()) + " buffers (expected 2)");
+    data::check_read(*this, index, out.size(), 2);
     const Sample& s = samples_[static_cast<std::size_t>(index)];
     const std::string& shard = shards_[s.shard];
     int32_t label = 0;
