@@ -28,11 +28,15 @@ using tandem::Dataset;
 
 // Sanitizers reserve terabytes of shadow address space, which no RLIMIT_AS allows.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TANDEM_TEST_SANITIZED 1
+constexpr bool kSanitized = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define TANDEM_TEST_SANITIZED 1
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
 #endif
+#else
+constexpr bool kSanitized = false;
 #endif
 
 namespace {
@@ -157,10 +161,10 @@ TEST_CASE("streaming memory child: one epoch under RLIMIT_AS") {
 
 TEST_CASE("streaming memory: the CNN trains on PNG shards 4x larger than its address-space limit, peak RSS under the limit") {
   if (std::getenv(kChildDir)) return;
-#ifdef TANDEM_TEST_SANITIZED
-  MESSAGE("skipped: a sanitizer's shadow memory cannot live under an RLIMIT_AS limit; the optimised build runs this test");
-  return;
-#else
+  if (kSanitized) {
+    MESSAGE("skipped: a sanitizer's shadow memory cannot live under an RLIMIT_AS limit; the optimised build runs this test");
+    return;
+  }
   const fs::path data_dir = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(data_dir)) {
     MESSAGE("skipped: " << data_dir.string() << " is absent (apt-get install dataset-fashion-mnist)");
@@ -227,5 +231,4 @@ TEST_CASE("streaming memory: the CNN trains on PNG shards 4x larger than its add
   CHECK(usage.ru_maxrss * 1024 < kLimitBytes);  // the kernel's count, from wait4
   CHECK(maxrss_kb * 1024 < kLimitBytes);         // the child's own
   CHECK(vmpeak_kb * 1024 <= kLimitBytes);        // RLIMIT_AS held it there
-#endif
 }
