@@ -106,10 +106,12 @@ void pipeline(const Args& a) {
   }
   const double rate = double(images) / seconds_since(t0);
   if (a.json)
-    std::printf("{\"framework\":\"tandem\",\"images\":%lld,\"batch\":%lld,\"threads\":%d,\"images_per_s\":%.1f}\n",
+    std::printf("{\"framework\":\"tandem\",\"measured\":\"fit's batcher and prefetcher, no model\",\"images\":%lld,\"batch\":%lld,"
+                "\"threads\":%d,\"images_per_s\":%.1f}\n",
                 static_cast<long long>(data.size()), static_cast<long long>(a.batch), a.threads, rate);
   else
-    std::printf("Tandem pipeline: %.0f images/s with %d decode thread(s) (%lld images, batch %lld)\n", rate, a.threads,
+    std::printf("Tandem pipeline (fit's batcher and prefetcher, no model): %.0f images/s with %d decode thread(s) (%lld images, batch %lld)\n",
+                rate, a.threads,
                 static_cast<long long>(data.size()), static_cast<long long>(a.batch));
 }
 

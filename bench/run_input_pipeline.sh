@@ -45,6 +45,7 @@ echo "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 import json, sys
 t1, t2, p1, p2, tr = (json.loads(a) for a in sys.argv[1:])
 print(f"{t1['images']} PNG images, batch {t1['batch']}, random horizontal flip + crop with padding 2, shuffled")
+print(f"Tandem: {t1['measured']}; PyTorch: DataLoader")
 print()
 print("| threads | Tandem images/s | PyTorch images/s (best num_workers) | ratio |")
 print("|---:|---:|---:|---:|")
