@@ -20,14 +20,12 @@ std::string encode_png(int64_t height, int64_t width, int channels, std::span<co
   image.version = PNG_IMAGE_VERSION;
   image.width = static_cast<png_uint_32>(width), image.height = static_cast<png_uint_32>(height);
   image.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
-  png_alloc_size_t bytes = 0;
-  // The first call measures, the second writes.
-  if (png_image_write_to_memory(&image, nullptr, &bytes, 0, pixels.data(), 0, nullptr)) {
-    std::string out(bytes, '\0');
-    if (png_image_write_to_memory(&image, out.data(), &bytes, 0, pixels.data(), 0, nullptr)) {
-      out.resize(bytes);
-      return out;
-    }
+  // One pass into a buffer of libpng's bound for the image (measuring first would compress twice).
+  png_alloc_size_t bytes = PNG_IMAGE_PNG_SIZE_MAX(image);
+  std::string out(bytes, '\0');
+  if (png_image_write_to_memory(&image, out.data(), &bytes, 0, pixels.data(), 0, nullptr)) {
+    out.resize(bytes);
+    return out;
   }
   const std::string reason = image.message;
   png_image_free(&image);
