@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "callbacks/checkpoint_path.h"
+#include "child_process.h"
 #include "scratch_dir.h"
 
 extern char** environ;
@@ -403,26 +404,7 @@ namespace {
 
 // Runs resume_child with these arguments. With kill_after >= 0 seconds, sends it SIGKILL then
 // unless it has exited. Returns the wait status.
-int run_child(const std::vector<std::string>& args, double kill_after = -1) {
-  std::vector<std::string> all = {RESUME_CHILD};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  REQUIRE(::posix_spawn(&pid, RESUME_CHILD, nullptr, nullptr, argv.data(), environ) == 0);
-  int status = 0;
-  if (kill_after >= 0) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kill_after);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-      std::this_thread::sleep_for(std::chrono::microseconds(500));
-    }
-    ::kill(pid, SIGKILL);
-  }
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  return status;
-}
+int run_child(const std::vector<std::string>& args, double kill_after = -1) { return run_child_process(RESUME_CHILD, args, {}, kill_after); }
 
 bool killed(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
 bool finished(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }

@@ -25,6 +25,7 @@
 #include "core/task_thread.h"
 #include "data/batcher.h"
 #include "data/prefetcher.h"
+#include "child_process.h"
 #include "scratch_dir.h"
 #include "strategy_helpers.h"
 
@@ -437,26 +438,8 @@ class KillAtStep : public tandem::Callback {
 // seconds unless it has exited (< 0: never). Returns the wait status.
 int run_self(const fs::path& dir, int64_t kill_at, double kill_after) {
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
-  std::vector<std::string> args = {exe, "--test-case=streaming child: one training run", "--no-version", "--minimal"};
-  std::vector<std::string> env = {std::string(kChildDir) + "=" + dir.string(), std::string(kChildKillAt) + "=" + std::to_string(kill_at)};
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  for (std::string& e : env) envp.push_back(e.data());
-  argv.push_back(nullptr), envp.push_back(nullptr);
-  pid_t pid = 0;
-  REQUIRE(::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) == 0);
-  int status = 0;
-  if (kill_after >= 0) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kill_after);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-      std::this_thread::sleep_for(std::chrono::microseconds(500));
-    }
-    ::kill(pid, SIGKILL);
-  }
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  return status;
+  return run_child_process(exe, {"--test-case=streaming child: one training run", "--no-version", "--minimal"},
+                           {std::string(kChildDir) + "=" + dir.string(), std::string(kChildKillAt) + "=" + std::to_string(kill_at)}, kill_after);
 }
 
 std::string file_text(const fs::path& p) {
