@@ -13,13 +13,16 @@
 // and with a (28, 28, 1) input) trained for one epoch on the same folder, streamed
 // (image_folder_source + Dataset::from_source, AUTOTUNE) and from memory (the same images read
 // first with image_dataset_from_directory), samples/s each and their ratio; 20 warm-up steps run
-// untimed before each.
+// untimed before each. The two alternate --repeats times (the machine's speed drifts between
+// seconds-long epochs; alternating puts both sides under the same drift) and the median of the
+// per-pair ratios is reported.
 //
 // Usage: bench_input_pipeline FOLDER [--mode pipeline|train] [--threads N] [--size S] [--batch B]
-//                             [--warmup W] [--json]
+//                             [--warmup W] [--repeats R] [--json]
 #include <tandem/data_sources.h>
 #include <tandem/tandem.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,13 +41,13 @@ namespace {
 struct Args {
   std::string folder, mode = "pipeline";
   int threads = 1;
-  int64_t size = 28, batch = 128, warmup = 5;
+  int64_t size = 28, batch = 128, warmup = 5, repeats = 5;
   bool json = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr, "bench_input_pipeline: %s\nusage: bench_input_pipeline FOLDER [--mode pipeline|train] [--threads N] [--size S] "
-                       "[--batch B] [--warmup W] [--json]\n", why.c_str());
+                       "[--batch B] [--warmup W] [--repeats R] [--json]\n", why.c_str());
   std::exit(2);
 }
 
@@ -68,6 +71,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--size") a.size = positive(flag, value());
     else if (flag == "--batch") a.batch = positive(flag, value());
     else if (flag == "--warmup") a.warmup = positive(flag, value());
+    else if (flag == "--repeats") a.repeats = positive(flag, value());
     else if (flag == "--json") a.json = true;
     else if (flag.rfind("--", 0) == 0 || !a.folder.empty()) usage("unknown argument '" + flag + "'");
     else a.folder = flag;
@@ -138,15 +142,35 @@ void train(const Args& a) {
   const tandem::Dataset streamed =
       tandem::Dataset::from_source(td::image_folder_source(a.folder, listing(a)).training, {.num_parallel_calls = tandem::AUTOTUNE});
   const tandem::Dataset in_memory = td::image_dataset_from_directory(a.folder, listing(a)).training;
-  const double files = epoch_rate(streamed, a), memory = epoch_rate(in_memory, a);
+  std::vector<double> files, memory, ratios;
+  for (int64_t r = 0; r < a.repeats; ++r) {
+    files.push_back(epoch_rate(streamed, a));
+    memory.push_back(epoch_rate(in_memory, a));
+    ratios.push_back(files.back() / memory.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  auto list = [](const std::vector<double>& v, const char* format) {
+    std::string s;
+    for (const double x : v) {
+      char one[32];
+      std::snprintf(one, sizeof one, format, x);
+      s += (s.empty() ? "" : ", ") + std::string(one);
+    }
+    return s;
+  };
   if (a.json)
-    std::printf("{\"framework\":\"tandem\",\"model\":\"cnn\",\"images\":%lld,\"batch\":%lld,\"threads\":%u,\"files_samples_per_s\":%.1f,"
-                "\"memory_samples_per_s\":%.1f,\"ratio\":%.3f}\n",
-                static_cast<long long>(streamed.size()), static_cast<long long>(a.batch), std::thread::hardware_concurrency(), files,
-                memory, files / memory);
+    std::printf("{\"framework\":\"tandem\",\"model\":\"cnn\",\"images\":%lld,\"batch\":%lld,\"threads\":%u,\"repeats\":%lld,"
+                "\"files_samples_per_s\":%.1f,\"memory_samples_per_s\":%.1f,\"ratio\":%.3f,\"ratios\":[%s]}\n",
+                static_cast<long long>(streamed.size()), static_cast<long long>(a.batch), std::thread::hardware_concurrency(),
+                static_cast<long long>(a.repeats), median(files), median(memory), median(ratios), list(ratios, "%.3f").c_str());
   else
-    std::printf("Tandem CNN, one epoch of %lld images, batch %lld: %.0f samples/s from files (AUTOTUNE), %.0f from memory, ratio %.2f\n",
-                static_cast<long long>(streamed.size()), static_cast<long long>(a.batch), files, memory, files / memory);
+    std::printf("Tandem CNN, one epoch of %lld images, batch %lld, %lld alternating pairs: median %.0f samples/s from files (AUTOTUNE), "
+                "%.0f from memory, median ratio %.2f (each pair: %s)\n",
+                static_cast<long long>(streamed.size()), static_cast<long long>(a.batch), static_cast<long long>(a.repeats), median(files),
+                median(memory), median(ratios), list(ratios, "%.2f").c_str());
 }
 
 }  // namespace

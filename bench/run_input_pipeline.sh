@@ -58,5 +58,5 @@ print("| CNN training, batch %d | samples/s |" % tr["batch"])
 print("|---|---:|")
 print(f"| from the PNG files (image_folder_source, AUTOTUNE) | {tr['files_samples_per_s']:,.0f} |")
 print(f"| from memory (image_dataset_from_directory) | {tr['memory_samples_per_s']:,.0f} |")
-print(f"| ratio files / memory | {tr['ratio']:.2f} |")
+print(f"| ratio files / memory (median of {tr['repeats']} alternating pairs: {', '.join(f'{r:.2f}' for r in tr['ratios'])}) | {tr['ratio']:.2f} |")
 PYEOF

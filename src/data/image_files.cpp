@@ -43,21 +43,20 @@ void shuffle_files(std::vector<ImageFile>& files, uint64_t seed) {
   for (std::size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[static_cast<std::size_t>(gen() % i)]);
 }
 
-// One image's pixels in `channels` channels as floats: RGB keeps the stored values, alpha is
-// dropped (as TensorFlow's decoder does) or kept, grayscale is PIL's integer luma.
-std::vector<float> to_channels(const io::DecodedImage& image, int64_t channels) {
+// One image's pixels in `channels` channels as floats, written to `out` (height x width x
+// channels): RGB keeps the stored values, alpha is dropped (as TensorFlow's decoder does) or kept,
+// grayscale is PIL's integer luma.
+void to_channels(const io::DecodedImage& image, int64_t channels, float* out) {
   const int64_t n = image.height * image.width;
-  std::vector<float> out(static_cast<std::size_t>(n * channels));
   for (int64_t p = 0; p < n; ++p) {
     const uint8_t* px = &image.rgba[static_cast<std::size_t>(p * 4)];
-    float* dst = &out[static_cast<std::size_t>(p * channels)];
+    float* dst = out + p * channels;
     if (channels == 1) {
       dst[0] = static_cast<float>((px[0] * 19595u + px[1] * 38470u + px[2] * 7471u + 0x8000u) >> 16);
     } else {
       for (int64_t c = 0; c < channels; ++c) dst[c] = px[c];
     }
   }
-  return out;
 }
 
 // tf.image.resize's bilinear sampling (half-pixel centres, antialias off): output index i reads
@@ -131,7 +130,12 @@ ImageListing list_image_directory(const std::string& directory, const datasets::
 }
 
 void image_to_row(const io::DecodedImage& image, int64_t channels, int64_t height, int64_t width, float* out) {
-  resize_into(to_channels(image, channels).data(), image.height, image.width, channels, height, width, out);
+  // Resizing to the image's own size samples every pixel at its centre with weight 1 (the
+  // neighbour's weight is 0), so it is the identity, bit for bit: skip it.
+  if (image.height == height && image.width == width) return to_channels(image, channels, out);
+  std::vector<float> pixels(static_cast<std::size_t>(image.height * image.width * channels));
+  to_channels(image, channels, pixels.data());
+  resize_into(pixels.data(), image.height, image.width, channels, height, width, out);
 }
 
 void resize_row(const float* in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w, float* out) {
