@@ -34,24 +34,7 @@ CBLAS_TRANSPOSE op(bool transpose) { return transpose ? CblasTrans : CblasNoTran
 
 void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
           int64_t ldc, float beta) {
-  // A product with an inner or outer side this short (a one-channel 3×3 convolution: k = 9, or its
-  // filter gradient: rows = 9) ran ≈8 % faster in OpenBLAS.
-  constexpr int64_t kShortSide = 16;
-  if (k <= kShortSide || rows <= kShortSide) {
-    cblas_sgemm(CblasRowMajor, op(ta), op(tb), int32(rows), int32(cols), int32(k), 1.0f, a, int32(lda), b, int32(ldb), beta, c, int32(ldc));
-    return;
-  }
-  // oneDNN sizes its work by the calling thread's OpenMP thread count; one keeps it on this thread
-  // (and never starts OpenMP's pool, which would spin against the device's).
-  thread_local const bool one_openmp_thread = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)one_openmp_thread;
-  const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', rows, cols, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-  if (status != dnnl_success)
-    throw Error(std::string("gemm: oneDNN's sgemm failed for ").append(product(rows, cols, k)).append(" (status ")
-                    .append(std::to_string(static_cast<int>(status))).append(")"));
+  gemm_detail::sgemm(ta, tb, rows, cols, k, a, lda, b, ldb, c, ldc, beta);
 }
 void blas(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb, double* c,
           int64_t ldc, double beta) {
@@ -72,22 +55,65 @@ void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, c
 
 template <class T>
 void gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, T beta, const Epilogue<T>& e) {
+  if constexpr (is_low_precision_v<T>) {
+    if (static_cast<float>(beta) != 0.0f) throw Error("internal: a 16-bit GEMM with beta other than 0");
+    gemm_detail::low_gemm(ctx, ta, tb, m, n, k, a, b, c, e);
+  } else {
+    gemm_detail::for_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      gemm_block(ta, tb, m, n, k, a, b, c, beta, e, r0, r1, c0, c1);
+    });
+  }
+}
+
+template <class T>
+void gemm_wide(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, compute_t<T>* c, compute_t<T> beta) {
+  if constexpr (is_low_precision_v<T>) gemm_detail::low_gemm_wide(ctx, ta, tb, m, n, k, a, b, c, beta);
+  else gemm<T>(ctx, ta, tb, m, n, k, a, b, c, beta);
+}
+
+namespace gemm_detail {
+void check_sizes(int64_t m, int64_t n, int64_t k) {
   (void)kOneThread;
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
     throw Error(std::string("gemm: a product of ").append(product(m, n, k)).append(" exceeds the BLAS's 32-bit sizes"));
-  if (m == 0 || n == 0) return;
-  // Split the larger output side across the device's threads; each part is an independent GEMM.
-  constexpr int64_t kMinFlopsPerThread = 1 << 20;
-  const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / std::max<int64_t>(1, k * (m >= n ? n : m)));
-  if (m >= n) {
-    ctx.parallel_for(m, grain, [&](int64_t r0, int64_t r1) { gemm_block(ta, tb, m, n, k, a, b, c, beta, e, r0, r1, 0, n); });
-  } else {
-    ctx.parallel_for(n, grain, [&](int64_t c0, int64_t c1) { gemm_block(ta, tb, m, n, k, a, b, c, beta, e, 0, m, c0, c1); });
-  }
 }
+
+void one_openmp_thread() {
+  thread_local const bool once = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+void sgemm(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+           int64_t ldc, float beta) {
+  // A product with an inner or outer side this short (a one-channel 3×3 convolution: k = 9, or its
+  // filter gradient: rows = 9) ran ≈8 % faster in OpenBLAS.
+  constexpr int64_t kShortSide = 16;
+  if (k <= kShortSide || rows <= kShortSide) {
+    cblas_sgemm(CblasRowMajor, op(ta), op(tb), int32(rows), int32(cols), int32(k), 1.0f, a, int32(lda), b, int32(ldb), beta, c, int32(ldc));
+    return;
+  }
+  one_openmp_thread();
+  const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', rows, cols, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success)
+    throw Error(std::string("gemm: oneDNN's sgemm failed for ").append(product(rows, cols, k)).append(" (status ")
+                    .append(std::to_string(static_cast<int>(status))).append(")"));
+}
+}  // namespace gemm_detail
 
 template void gemm<float>(Context&, bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, float, const Epilogue<float>&);
 template void gemm<double>(Context&, bool, bool, int64_t, int64_t, int64_t, const double*, const double*, double*, double,
                            const Epilogue<double>&);
+template void gemm<Eigen::bfloat16>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::bfloat16*, const Eigen::bfloat16*,
+                                    Eigen::bfloat16*, Eigen::bfloat16, const Epilogue<Eigen::bfloat16>&);
+template void gemm<Eigen::half>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::half*, const Eigen::half*, Eigen::half*,
+                                Eigen::half, const Epilogue<Eigen::half>&);
+template void gemm_wide<Eigen::bfloat16>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::bfloat16*, const Eigen::bfloat16*,
+                                         float*, float);
+template void gemm_wide<Eigen::half>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::half*, const Eigen::half*, float*, float);
+template void gemm_wide<float>(Context&, bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, float);
+template void gemm_wide<double>(Context&, bool, bool, int64_t, int64_t, int64_t, const double*, const double*, double*, double);
 
 }  // namespace tandem::backend::cpu

@@ -1,9 +1,12 @@
 // Row-major GEMM on one CPU device: C = alpha·op(A)·op(B) + beta·C.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "backend/cpu/context.h"
+#include "backend/cpu/low_precision.h"
 #include "backend/fused_activation.h"
 
 namespace tandem::backend::cpu {
@@ -16,9 +19,27 @@ struct Epilogue {
   Activation activation = Activation::Linear;
 };
 
+// T is float, double, Eigen::bfloat16 or Eigen::half. The 16-bit products accumulate in float32 and
+// round once, after the epilogue (which runs in float32 too); their beta must be 0 (a sum that goes
+// on is kept in float32 by gemm_wide instead).
 template <class T>
 void gemm(Context& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
           T beta = T(0), const Epilogue<T>& epilogue = {});
+
+// The product with C in T's compute type (float32 for the 16-bit types, T itself otherwise): for
+// sums that go on after the product, such as a convolution's per-image filter gradients or the
+// overlapping windows of its input gradient, which must not round at every step.
+template <class T>
+void gemm_wide(Context& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b,
+               compute_t<T>* c, compute_t<T> beta = 0);
+
+// Which code runs the bfloat16 and the float16 products on this CPU, in words, for benchmarks and
+// docs: "oneDNN gemm:jit, avx512_core_bf16 (AVX512-BF16 dot products)", or the float32 fallback.
+std::string bf16_path();
+std::string f16_path();
+// Tests only: false makes the bfloat16 products take the float32 fallback, true restores the
+// detected path (the fallback stays where oneDNN has no bfloat16 path).
+void use_onednn_bf16(bool use);
 
 // Applies `e` to rows [r0, r1) and columns [c0, c1) of C (row stride ldc).
 template <class T>
@@ -34,5 +55,36 @@ void apply_epilogue(const Epilogue<T>& e, T* c, int64_t ldc, int64_t r0, int64_t
     }
   });
 }
+
+namespace gemm_detail {
+// Throws unless m, n and k fit the libraries' 32-bit sizes.
+void check_sizes(int64_t m, int64_t n, int64_t k);
+// Before a oneDNN call on this thread: oneDNN sizes its work by the calling thread's OpenMP
+// thread count, and one keeps it on this thread (and never starts OpenMP's pool, which would spin
+// against the device's).
+void one_openmp_thread();
+// One float block on the calling thread: C = op(A)·op(B) + beta·C with the given row strides.
+void sgemm(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+           int64_t ldc, float beta);
+
+// The 16-bit products (gemm_low_precision.cpp): C in T, or in float32 for the wide form.
+template <class T>
+void low_gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, const Epilogue<T>& e);
+template <class T>
+void low_gemm_wide(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, float* c, float beta);
+
+// Calls block(r0, r1, c0, c1) on independent blocks of the (m, n) product over the device's
+// threads: the larger output side is split, in parts of at least about a million flops. The cut
+// depends only on the shapes and the thread count.
+template <class Block>
+void for_blocks(Context& ctx, int64_t m, int64_t n, int64_t k, const Block& block) {
+  check_sizes(m, n, k);
+  if (m == 0 || n == 0) return;
+  constexpr int64_t kMinFlopsPerThread = 1 << 20;
+  const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / std::max<int64_t>(1, k * (m >= n ? n : m)));
+  if (m >= n) ctx.parallel_for(m, grain, [&](int64_t r0, int64_t r1) { block(r0, r1, int64_t{0}, n); });
+  else ctx.parallel_for(n, grain, [&](int64_t c0, int64_t c1) { block(int64_t{0}, m, c0, c1); });
+}
+}  // namespace gemm_detail
 
 }  // namespace tandem::backend::cpu

@@ -1,0 +1,262 @@
+// The bfloat16 and float16 CPU GEMMs: products accumulated in float32, the epilogue (bias and
+// activation) applied in float32, and one rounding to the output's type.
+//
+// bfloat16 goes to oneDNN's matmul, which picks the CPU's fastest kernel itself: AVX512-BF16 dot
+// products (vdpbf16ps) where the CPU has them, AMX tiles on CPUs with AMX, emulated bf16 on plain
+// AVX-512. One primitive per kind of product (transposes, output type, epilogue) is made on first
+// use with runtime sizes and row strides, so every block of every product shares it and a step
+// creates none. Where oneDNN offers only its reference code (no AVX-512), or for a form it has no
+// fast code for, the fallback converts the operands to float32, runs the float GEMM and rounds
+// the output: the same sums, slower. float16 always takes the fallback: oneDNN 2.6 has no float16
+// matmul on CPUs without AVX512-FP16.
+//
+// Both paths split C into blocks over the device's threads exactly as the float GEMM does, and each
+// element's sum runs in an order fixed by k alone, so the result does not depend on the thread count.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/gemm.h"
+#include "tandem/errors.h"
+
+namespace tandem::backend::cpu {
+
+namespace {
+using dnnl::memory;
+
+// One oneDNN matmul, or none where oneDNN has only its reference code for the form.
+struct Matmul {
+  dnnl::primitive primitive;
+  std::string implementation;  // oneDNN's name for it: "gemm:jit", "brg:avx512_core_bf16", "ref:any"
+  bool usable = false;
+};
+
+// The forms of product: A and B transposed or not, C in bfloat16 or float32, with a bias or not,
+// the activation, and C added to (beta = 1) or not.
+struct Form {
+  bool ta = false, tb = false, wide = false, bias = false;
+  Activation activation = Activation::Linear;
+  bool accumulate = false;
+  int index() const { return ((((int(ta) * 2 + tb) * 2 + wide) * 2 + bias) * 4 + int(activation)) * 2 + accumulate; }
+};
+constexpr int kForms = 2 * 2 * 2 * 2 * 4 * 2;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::algorithm eltwise(Activation a) {
+  switch (a) {
+    case Activation::Relu: return dnnl::algorithm::eltwise_relu;
+    case Activation::Sigmoid: return dnnl::algorithm::eltwise_logistic;
+    case Activation::Tanh: return dnnl::algorithm::eltwise_tanh;
+    case Activation::Linear: break;
+  }
+  throw Error("internal: no oneDNN eltwise for a linear activation");
+}
+
+Matmul make_matmul(const Form& f) {
+  constexpr memory::dim R = DNNL_RUNTIME_DIM_VAL;
+  const memory::dims rows_first{R, 1}, columns_first{1, R};
+  const memory::desc a({R, R}, memory::data_type::bf16, f.ta ? columns_first : rows_first);
+  const memory::desc b({R, R}, memory::data_type::bf16, f.tb ? columns_first : rows_first);
+  const memory::desc c({R, R}, f.wide ? memory::data_type::f32 : memory::data_type::bf16, rows_first);
+  dnnl::post_ops ops;
+  if (f.accumulate) ops.append_sum(1.0f);
+  if (f.activation != Activation::Linear) ops.append_eltwise(1.0f, eltwise(f.activation), 0.0f, 0.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  Matmul m;
+  try {
+    const dnnl::matmul::desc desc = f.bias ? dnnl::matmul::desc(a, b, memory::desc({1, R}, memory::data_type::bf16, rows_first), c)
+                                           : dnnl::matmul::desc(a, b, c);
+    const dnnl::matmul::primitive_desc pd(desc, attr, engine());
+    m.implementation = pd.impl_info_str();
+    m.usable = m.implementation.rfind("ref", 0) != 0;
+    if (m.usable) m.primitive = dnnl::matmul(pd);
+  } catch (const dnnl::error& e) {
+    m.implementation = std::string("none (").append(e.what()).append(")");
+  }
+  return m;
+}
+
+const Matmul& matmul_for(const Form& f) {
+  static std::array<std::once_flag, kForms> made;
+  static std::array<Matmul, kForms> matmuls;
+  const int i = f.index();
+  std::call_once(made[static_cast<std::size_t>(i)], [&] { matmuls[static_cast<std::size_t>(i)] = make_matmul(f); });
+  return matmuls[static_cast<std::size_t>(i)];
+}
+
+std::atomic<bool> onednn_allowed{true};
+
+// oneDNN's matmul for the form, or null where the fallback runs.
+template <class T>
+const Matmul* onednn_for(const Form& f, int64_t k) {
+  if constexpr (!std::is_same_v<T, Eigen::bfloat16>) return nullptr;
+  if (k == 0 || !onednn_allowed.load(std::memory_order_relaxed)) return nullptr;  // an empty sum: the fallback writes the epilogue of 0
+  const Matmul& m = matmul_for(f);
+  return m.usable ? &m : nullptr;
+}
+
+// The operands of one block of C: op(A)'s rows [r0, r1), op(B)'s columns [c0, c1), with their row strides.
+template <class T>
+struct Block {
+  bool ta, tb;
+  int64_t rows, cols, k;
+  const T* a;
+  int64_t lda;
+  const T* b;
+  int64_t ldb;
+  Block(bool ta_, bool tb_, int64_t m, int64_t n, int64_t k_, const T* a_, const T* b_, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
+      : ta(ta_), tb(tb_), rows(r1 - r0), cols(c1 - c0), k(k_), a(ta_ ? a_ + r0 : a_ + r0 * k_), lda(ta_ ? m : k_),
+        b(tb_ ? b_ + c0 * k_ : b_ + c0), ldb(tb_ ? k_ : n) {}
+};
+
+// A matrix of oneDNN's with these sizes and strides over `data` (the C API, so that a call makes no
+// argument map); destroyed with the call.
+class Memory {
+ public:
+  Memory(int64_t rows, int64_t cols, int64_t row_stride, int64_t column_stride, dnnl_data_type_t type, const void* data) {
+    const dnnl_dims_t dims{rows, cols}, strides{row_stride, column_stride};
+    dnnl_memory_desc_t md;
+    check(dnnl_memory_desc_init_by_strides(&md, 2, dims, type, strides), "a matrix descriptor");
+    check(dnnl_memory_create(&memory_, &md, engine().get(), const_cast<void*>(data)), "a matrix");
+  }
+  ~Memory() { dnnl_memory_destroy(memory_); }
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  dnnl_memory_t get() const { return memory_; }
+  static void check(dnnl_status_t s, const char* what) {
+    if (s != dnnl_success) throw Error(std::string("gemm: oneDNN could not make ").append(what).append(" (status ").append(std::to_string(int(s))).append(")"));
+  }
+
+ private:
+  dnnl_memory_t memory_ = nullptr;
+};
+
+// C (row stride ldc, bfloat16 or float32) = epilogue(op(A)·op(B) + [C]) on the calling thread.
+template <class T>
+void onednn_block(const Matmul& m, const Block<T>& o, void* c, int64_t ldc, bool wide, const T* bias) {
+  gemm_detail::one_openmp_thread();
+  thread_local dnnl::stream stream(engine());
+  const Memory a(o.rows, o.k, o.ta ? 1 : o.lda, o.ta ? o.lda : 1, dnnl_bf16, o.a);
+  const Memory b(o.k, o.cols, o.tb ? 1 : o.ldb, o.tb ? o.ldb : 1, dnnl_bf16, o.b);
+  const Memory out(o.rows, o.cols, ldc, 1, wide ? dnnl_f32 : dnnl_bf16, c);
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, a.get()}, {DNNL_ARG_WEIGHTS, b.get()}, {DNNL_ARG_DST, out.get()}, {DNNL_ARG_BIAS, nullptr}};
+  int count = 3;
+  std::optional<Memory> bias_memory;
+  if (bias) {
+    bias_memory.emplace(1, o.cols, o.cols, 1, dnnl_bf16, bias);
+    args[count++].memory = bias_memory->get();
+  }
+  Memory::check(dnnl_primitive_execute(m.primitive.get(), stream.get(), count, args), "a product");
+  Memory::check(dnnl_stream_wait(stream.get()), "a finished product");
+}
+
+// rows × cols of `from` (row stride ld) into packed float32.
+template <class T>
+void widen(const T* from, int64_t rows, int64_t cols, int64_t ld, float* to) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) to[r * cols + j] = static_cast<float>(from[r * ld + j]);
+}
+
+// The fallback: the block's operands widened to float32, the float GEMM, and C rounded once (or,
+// wide, written in float32 with beta).
+template <class T>
+void fallback_block(const Block<T>& o, T* c, float* wide_c, int64_t ldc, float beta, const Epilogue<T>& e) {
+  thread_local std::vector<float> scratch;  // grows to the largest block once, then is reused
+  const int64_t a_size = o.rows * o.k, b_size = o.k * o.cols, c_size = wide_c ? 0 : o.rows * o.cols;
+  scratch.resize(static_cast<std::size_t>(a_size + b_size + c_size + (e.bias ? o.cols : 0)));
+  float* a = scratch.data();
+  float* b = a + a_size;
+  float* cf = b + b_size;
+  if (o.ta) widen(o.a, o.k, o.rows, o.lda, a);
+  else widen(o.a, o.rows, o.k, o.lda, a);
+  if (o.tb) widen(o.b, o.cols, o.k, o.ldb, b);
+  else widen(o.b, o.k, o.cols, o.ldb, b);
+  if (wide_c) {
+    gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, wide_c, ldc, beta);
+    return;
+  }
+  gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, cf, o.cols, 0.0f);
+  Epilogue<float> ef{.activation = e.activation};
+  if (e.bias) {
+    float* bias = cf + c_size;
+    widen(e.bias, 1, o.cols, o.cols, bias);
+    ef.bias = bias;
+  }
+  apply_epilogue(ef, cf, o.cols, 0, o.rows, 0, o.cols);
+  for (int64_t r = 0; r < o.rows; ++r)
+    for (int64_t j = 0; j < o.cols; ++j) c[r * ldc + j] = static_cast<T>(cf[r * o.cols + j]);
+}
+
+const char* isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx (AMX bf16 tiles)";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16 (AVX512-BF16 dot products)";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni (bf16 emulated in float32 FMAs)";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core (bf16 emulated in float32 FMAs)";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    default: return "an older ISA";
+  }
+}
+}  // namespace
+
+namespace gemm_detail {
+template <class T>
+void low_gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, const Epilogue<T>& e) {
+  const Matmul* onednn = onednn_for<T>({.ta = ta, .tb = tb, .bias = e.bias != nullptr, .activation = e.activation}, k);
+  for_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, c0, c1);
+    T* cb = c + r0 * n + c0;
+    if (onednn) {
+      onednn_block(*onednn, o, cb, n, false, e.bias ? e.bias + c0 : nullptr);
+    } else {
+      Epilogue<T> eb = e;
+      if (eb.bias) eb.bias += c0;
+      fallback_block<T>(o, cb, nullptr, n, 0.0f, eb);
+    }
+  });
+}
+
+template <class T>
+void low_gemm_wide(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, float* c, float beta) {
+  const Matmul* onednn = beta == 0.0f || beta == 1.0f ? onednn_for<T>({.ta = ta, .tb = tb, .wide = true, .accumulate = beta == 1.0f}, k) : nullptr;
+  for_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, c0, c1);
+    float* cb = c + r0 * n + c0;
+    if (onednn) onednn_block(*onednn, o, cb, n, true, static_cast<const T*>(nullptr));
+    else fallback_block<T>(o, nullptr, cb, n, beta, {});
+  });
+}
+
+template void low_gemm<Eigen::bfloat16>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::bfloat16*, const Eigen::bfloat16*,
+                                        Eigen::bfloat16*, const Epilogue<Eigen::bfloat16>&);
+template void low_gemm<Eigen::half>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::half*, const Eigen::half*, Eigen::half*,
+                                    const Epilogue<Eigen::half>&);
+template void low_gemm_wide<Eigen::bfloat16>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::bfloat16*,
+                                             const Eigen::bfloat16*, float*, float);
+template void low_gemm_wide<Eigen::half>(Context&, bool, bool, int64_t, int64_t, int64_t, const Eigen::half*, const Eigen::half*, float*,
+                                         float);
+}  // namespace gemm_detail
+
+std::string bf16_path() {
+  const Matmul& m = matmul_for({});
+  if (!m.usable || !onednn_allowed.load())
+    return std::string("float32 GEMM on widened operands, one rounding (oneDNN's bfloat16 matmul here: ").append(m.implementation).append(")");
+  return std::string("oneDNN ").append(m.implementation).append(" on ").append(isa_name(dnnl::get_effective_cpu_isa()));
+}
+
+std::string f16_path() { return "float32 GEMM on widened operands, one rounding (oneDNN 2.6 has no float16 matmul on CPUs)"; }
+
+void use_onednn_bf16(bool use) { onednn_allowed.store(use); }
+
+}  // namespace tandem::backend::cpu
