@@ -14,6 +14,8 @@
 // hundreds). Each check reports the largest ratio |err| / bound it saw.
 #include <doctest/doctest.h>
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>

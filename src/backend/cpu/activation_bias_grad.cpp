@@ -17,11 +17,13 @@ KernelFn make_activation_bias_grad(const KernelInit& k) {
   const ColumnSums<T> sums(context(k), rows, cols);
   return with_activation_grad(parse_activation(k.node.attrs.s("activation")), [&](auto grad) -> KernelFn {
     return [=] {
-      sums.run(dbias, [&](int64_t r, T* acc) {
+      sums.run(dbias, [&](int64_t r, compute_t<T>* acc) {
         for (int64_t c = 0; c < cols; ++c) {
-          const T d = grad(dy[r * cols + c], y[r * cols + c]);
+          // dbias sums dx as stored (rounded to T), in the compute type: what the unfused
+          // activation gradient and reduce_sum give.
+          const T d = apply_rounded<T>(grad, dy[r * cols + c], y[r * cols + c]);
           dx[r * cols + c] = d;
-          acc[c] += d;
+          acc[c] += compute_t<T>(d);
         }
       });
     };

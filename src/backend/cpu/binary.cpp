@@ -4,10 +4,10 @@
 namespace tandem::backend::cpu {
 
 namespace {
-template <class T> KernelFn make_add(const KernelInit& k) { return broadcast2<T>(k, [](T x, T z) { return x + z; }); }
-template <class T> KernelFn make_sub(const KernelInit& k) { return broadcast2<T>(k, [](T x, T z) { return x - z; }); }
-template <class T> KernelFn make_mul(const KernelInit& k) { return broadcast2<T>(k, [](T x, T z) { return x * z; }); }
-template <class T> KernelFn make_div(const KernelInit& k) { return broadcast2<T>(k, [](T x, T z) { return x / z; }); }
+template <class T> KernelFn make_add(const KernelInit& k) { return broadcast2<T>(k, [](auto x, auto z) { return x + z; }); }
+template <class T> KernelFn make_sub(const KernelInit& k) { return broadcast2<T>(k, [](auto x, auto z) { return x - z; }); }
+template <class T> KernelFn make_mul(const KernelInit& k) { return broadcast2<T>(k, [](auto x, auto z) { return x * z; }); }
+template <class T> KernelFn make_div(const KernelInit& k) { return broadcast2<T>(k, [](auto x, auto z) { return x / z; }); }
 
 template <class T>
 KernelFn make_broadcast_to(const KernelInit& k) {

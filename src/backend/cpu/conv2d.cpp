@@ -26,6 +26,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/low_precision.h"
 #include "ops/conv.h"
 
 namespace tandem::backend::cpu {
@@ -152,9 +153,11 @@ KernelFn make_fused_conv2d(const KernelInit& k) {
   return make_convolution<T>(k, {in<T>(k, 2), parse_activation(k.node.attrs.s("activation"))});
 }
 
-// Inputs (dy, kernel): per image dcol = dy · Kᵀ, then col2im.
+// Inputs (dy, kernel): per image dcol = dy · Kᵀ, then col2im. The overlapping windows' sums run in
+// T's compute type: for the 16-bit types dcol and the image are float32, rounded to dx once.
 template <class T>
 KernelFn make_conv2d_backprop_input(const KernelInit& k) {
+  using Acc = compute_t<T>;
   const Shape& ks = k.in_types[1].shape;
   const Dims d(geometry(k, Shape(k.node.attrs.ints("input_shape")), ks), ks[3]);
   const T* dy = in<T>(k, 0);
@@ -163,21 +166,31 @@ KernelFn make_conv2d_backprop_input(const KernelInit& k) {
   Context* ctx = &context(k);
   const int64_t n = d.w.n;
   if (is_pointwise(d.w)) return [=] { gemm<T>(*ctx, false, true, n * d.rows, d.patch, d.filters, dy, kernel, dx); };
-  Scratch<T> scratch = scratch_for<T>(*ctx, n, d.rows * d.patch);
+  constexpr bool widened = !std::is_same_v<T, Acc>;
+  const int64_t per_slot = d.rows * d.patch + (widened ? d.in_size : 0);
+  Scratch<Acc> scratch = scratch_for<Acc>(*ctx, n, per_slot);
   return [=] {
     for_images(*ctx, n, [&](Context& gc, int64_t slot, int64_t i, bool) {
-      T* dcol = scratch->data() + slot * d.rows * d.patch;
-      gemm<T>(gc, false, true, d.rows, d.patch, d.filters, dy + i * d.out_size, kernel, dcol);
-      col2im(d.w, dcol, dx + i * d.in_size);
+      Acc* dcol = scratch->data() + slot * per_slot;
+      gemm_wide<T>(gc, false, true, d.rows, d.patch, d.filters, dy + i * d.out_size, kernel, dcol);
+      if constexpr (widened) {
+        Acc* image = dcol + d.rows * d.patch;
+        col2im(d.w, dcol, image);
+        std::transform(image, image + d.in_size, dx + i * d.in_size, [](Acc v) { return static_cast<T>(v); });
+      } else {
+        col2im(d.w, dcol, dx + i * d.in_size);
+      }
     });
   };
 }
 
 // Inputs (x, dy): dK = Σ over images of colᵀ · dy. Each slot sums its images into its own partial
-// (slot 0 straight into dK), then the partials are added in slot order, so the result depends only
-// on the batch size and the device's thread count.
+// (for float and double slot 0 straight into dK), then the partials are added in slot order, so
+// the result depends only on the batch size and the device's thread count. The partials are in
+// T's compute type: for the 16-bit types float32, rounded to dK once at the end.
 template <class T>
 KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
+  using Acc = compute_t<T>;
   const Shape ks(k.node.attrs.ints("kernel_shape"));
   const Dims d(geometry(k, k.in_types[0].shape, ks), ks[3]);
   const T* x = in<T>(k, 0);
@@ -185,21 +198,27 @@ KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
   T* dk = out<T>(k);
   Context* ctx = &context(k);
   const int64_t n = d.w.n;
-  const int64_t kf = d.patch * d.filters, per_slot = d.rows * d.patch + kf;
+  const int64_t kf = d.patch * d.filters;
   if (is_pointwise(d.w)) return [=] { gemm<T>(*ctx, true, false, d.patch, d.filters, n * d.rows, x, dy, dk); };
   if (n == 0) return [=] { std::fill(dk, dk + kf, T(0)); };
+  constexpr bool widened = !std::is_same_v<T, Acc>;
   const int64_t slots = slot_count(*ctx, n);
-  Scratch<T> scratch = scratch_for<T>(*ctx, n, per_slot);
+  Scratch<T> cols = scratch_for<T>(*ctx, n, d.rows * d.patch);
+  Scratch<Acc> partials = scratch_for<Acc>(*ctx, n, kf);
   return [=] {
     for_images(*ctx, n, [&](Context& gc, int64_t slot, int64_t i, bool first) {
-      T* col = scratch->data() + slot * per_slot;
-      T* part = slot == 0 ? dk : col + d.rows * d.patch;
+      T* col = cols->data() + slot * d.rows * d.patch;
+      Acc* part = partials->data() + slot * kf;
+      if constexpr (!widened)
+        if (slot == 0) part = dk;
       im2col(d.w, x + i * d.in_size, col);
-      gemm<T>(gc, true, false, d.patch, d.filters, d.rows, col, dy + i * d.out_size, part, first ? T(0) : T(1));
+      gemm_wide<T>(gc, true, false, d.patch, d.filters, d.rows, col, dy + i * d.out_size, part, first ? Acc(0) : Acc(1));
     });
-    for (int64_t s = 1; s < slots; ++s) {
-      const T* part = scratch->data() + s * per_slot + d.rows * d.patch;
-      for (int64_t j = 0; j < kf; ++j) dk[j] += part[j];
+    const Acc* part = partials->data();
+    for (int64_t j = 0; j < kf; ++j) {
+      Acc sum = widened ? part[j] : static_cast<Acc>(dk[j]);
+      for (int64_t s = 1; s < slots; ++s) sum += part[s * kf + j];
+      dk[j] = static_cast<T>(sum);
     }
   };
 }

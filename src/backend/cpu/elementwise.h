@@ -1,8 +1,11 @@
 // Loops shared by the elementwise kernels: one input, two same-shaped inputs, and two inputs with
-// NumPy broadcasting. Each returns the kernel that applies `f` per element.
+// NumPy broadcasting. Each returns the kernel that applies `f` per element, in T's compute type
+// (float32 for bfloat16 and float16, rounded once at the store; low_precision.h), so `f` is
+// generic: a functor of elementwise_math.h or a lambda taking `auto`.
 #pragma once
 
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/low_precision.h"
 #include "backend/strided.h"
 
 namespace tandem::backend::cpu {
@@ -14,7 +17,7 @@ KernelFn map1(const KernelInit& k, F f) {
   T* y = out<T>(k);
   Context* ctx = &context(k);
   const int64_t n = numel(k.out_type());
-  return [=] { ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) y[i] = f(x[i]); }); };
+  return [=] { ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) y[i] = apply_rounded<T>(f, x[i]); }); };
 }
 
 // y[i] = f(a[i], b[i]) for same-shaped inputs (activation gradients: dy and the forward value).
@@ -26,7 +29,7 @@ KernelFn map2(const KernelInit& k, F f) {
   Context* ctx = &context(k);
   const int64_t n = numel(k.out_type());
   return [=] {
-    ctx->parallel_for(n, kElementwiseGrain, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) y[i] = f(a[i], b[i]); });
+    ctx->parallel_for(n, kElementwiseGrain, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) y[i] = apply_rounded<T>(f, a[i], b[i]); });
   };
 }
 
@@ -38,7 +41,7 @@ KernelFn broadcast2(const KernelInit& k, F f) {
   const T* b = in<T>(k, 1);
   T* y = out<T>(k);
   BroadcastPlan plan(k.out_type().shape, k.in_types[0].shape, k.in_types[1].shape);
-  return [=] { plan.run([&](int64_t i, int64_t ia, int64_t ib) { y[i] = f(a[ia], b[ib]); }); };
+  return [=] { plan.run([&](int64_t i, int64_t ia, int64_t ib) { y[i] = apply_rounded<T>(f, a[ia], b[ib]); }); };
 }
 
 }  // namespace tandem::backend::cpu

@@ -7,6 +7,7 @@
 // call from several threads at once (its shared buffers gave wrong products under Mirrored).
 #include "backend/cpu/gemm.h"
 
+#include <Eigen/Core>
 #include <cblas.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>

@@ -12,6 +12,7 @@
 //
 // Both paths split C into blocks over the device's threads exactly as the float GEMM does, and each
 // element's sum runs in an order fixed by k alone, so the result does not depend on the thread count.
+#include <Eigen/Core>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <array>

@@ -3,10 +3,17 @@
 // tandem::bfloat16 and tandem::float16, with arithmetic). Per-element math on them runs in float32
 // and is rounded once, at the store: Eigen's own operators would round after every operation
 // (sigmoid's 1 / (1 + exp(−x)) three times), which is neither PyTorch's nor Keras's result.
+//
+// Only declared here, so that headers such as gemm.h stay light: a file that instantiates a kernel
+// on them includes <Eigen/Core>.
 #pragma once
 
-#include <Eigen/Core>
 #include <type_traits>
+
+namespace Eigen {
+struct bfloat16;
+struct half;
+}  // namespace Eigen
 
 namespace tandem::backend::cpu {
 

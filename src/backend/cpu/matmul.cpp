@@ -1,5 +1,7 @@
 // matmul (leading axes of the left operand folded into rows), bias_add, and fused_matmul: the
 // product with the bias and activation applied by the GEMM's epilogue to each thread's block.
+#include <functional>
+
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernel_util.h"
 
@@ -42,7 +44,7 @@ KernelFn make_bias_add(const KernelInit& k) {
   return [=] {
     ctx->parallel_for(rows, kElementwiseGrain / cols + 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] + bias[c];
+        for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = apply_rounded<T>(std::plus<>{}, x[r * cols + c], bias[c]);
     });
   };
 }
