@@ -6,7 +6,11 @@
 // (im2col rows × filters × patch), and the Transformer example's projections and feed-forward at
 // 64 × 64 rows.
 //
-// Usage: bench_gemm      (run it as the other benchmarks: with OPENBLAS_CORETYPE unset)
+// With --dtype bf16 (or f16) it compares instead Tandem's float32 gemm with its bfloat16 (float16)
+// gemm at the same shapes, on 1 and 2 threads, and says which code runs the 16-bit products
+// (backend::cpu::bf16_path()).
+//
+// Usage: bench_gemm [--dtype bf16|f16]     (run it as the other benchmarks: with OPENBLAS_CORETYPE unset)
 #include <Eigen/Core>
 #include <cblas.h>
 #include <immintrin.h>
@@ -16,6 +20,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -73,16 +79,59 @@ double fma_peak(int threads) {
   for (int run = 0; run < 5; ++run) best = std::max(best, fma_rate(threads));
   return best;
 }
+struct Shape {
+  const char* what;
+  bool ta, tb;
+  int m, n, k;
+};
+
+// Tandem's float32 gemm against its 16-bit gemm T (Eigen::bfloat16 or Eigen::half) on the same
+// values, rounded to T, in GFLOP/s.
+template <class T>
+void compare_16bit(const char* name, const std::string& path, const Shape* shapes, std::size_t count) {
+  std::printf("%s path: %s\n\n", name, path.c_str());
+  std::printf("| shape | op (m x n x k) | float32, 1 thread | %s, 1 thread | speed-up | float32, 2 threads | %s, 2 threads | speed-up |\n",
+              name, name);
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
+  tandem::backend::cpu::Context one(1), two(2);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Shape& s = shapes[i];
+    const Matrix a = s.ta ? Matrix::Random(s.k, s.m) : Matrix::Random(s.m, s.k);
+    const Matrix b = s.tb ? Matrix::Random(s.n, s.k) : Matrix::Random(s.k, s.n);
+    Matrix c(s.m, s.n);
+    std::vector<T> al(static_cast<std::size_t>(a.size())), bl(static_cast<std::size_t>(b.size())), cl(static_cast<std::size_t>(c.size()));
+    for (std::size_t j = 0; j < al.size(); ++j) al[j] = static_cast<T>(a.data()[j]);
+    for (std::size_t j = 0; j < bl.size(); ++j) bl[j] = static_cast<T>(b.data()[j]);
+    const double flops = 2.0 * s.m * s.n * s.k;
+    const auto f32 = [&](tandem::backend::cpu::Context& ctx) {
+      return rate(flops, [&] { tandem::backend::cpu::gemm(ctx, s.ta, s.tb, s.m, s.n, s.k, a.data(), b.data(), c.data()); });
+    };
+    const auto low = [&](tandem::backend::cpu::Context& ctx) {
+      return rate(flops, [&] { tandem::backend::cpu::gemm<T>(ctx, s.ta, s.tb, s.m, s.n, s.k, al.data(), bl.data(), cl.data()); });
+    };
+    const double f1 = f32(one), l1 = low(one), f2 = f32(two), l2 = low(two);
+    std::printf("| %s | %s·%s (%d x %d x %d) | %.1f | %.1f | %.2f× | %.1f | %.1f | %.2f× |\n", s.what, s.ta ? "Aᵀ" : "A", s.tb ? "Bᵀ" : "B",
+                s.m, s.n, s.k, f1, l1, l1 / f1, f2, l2, l2 / f2);
+  }
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   omp_set_num_threads(1);
+  std::string dtype;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) dtype = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: bench_gemm [--dtype bf16|f16]\n");
+      return 2;
+    }
+  }
+  if (!dtype.empty() && dtype != "bf16" && dtype != "f16") {
+    std::fprintf(stderr, "bench_gemm: --dtype takes bf16 or f16, got %s\n", dtype.c_str());
+    return 2;
+  }
   std::printf("FP32 FMA peak: %.1f GFLOP/s on 1 thread, %.1f on 2\n\n", fma_peak(1), fma_peak(2));
-  struct Shape {
-    const char* what;
-    bool ta, tb;
-    int m, n, k;
-  };
   const Shape shapes[] = {{"MLP 784->256, batch 32", false, false, 32, 256, 784},
                           {"MLP 784->256, batch 512", false, false, 512, 256, 784},
                           {"MLP 256->256, batch 512", false, false, 512, 256, 256},
@@ -101,6 +150,14 @@ int main() {
                           {"Transformer up", false, false, 4096, 512, 128},
                           {"Transformer down", false, false, 4096, 128, 512},
                           {"Transformer dW 128x128", true, false, 128, 128, 4096}};
+  if (dtype == "bf16") {
+    compare_16bit<Eigen::bfloat16>("bfloat16", tandem::backend::cpu::bf16_path(), shapes, std::size(shapes));
+    return 0;
+  }
+  if (dtype == "f16") {
+    compare_16bit<Eigen::half>("float16", tandem::backend::cpu::f16_path(), shapes, std::size(shapes));
+    return 0;
+  }
   tandem::backend::cpu::Context one(1), two(2);
   std::printf("| shape | op (m x n x k) | Eigen, 1 thread | OpenBLAS, 1 thread | oneDNN, 1 thread | Tandem gemm, 1 thread | Tandem gemm, 2 threads |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|\n");

@@ -25,8 +25,13 @@
 
 #include "backend/cpu/context.h"
 #include "backend/cpu/gemm.h"
+#include "backend/kernel_registry.h"
+#include "ops/conv.h"
 
 namespace cpu = tandem::backend::cpu;
+using tandem::DType;
+using tandem::Shape;
+using tandem::TensorType;
 using tandem::backend::Activation;
 
 namespace {
@@ -34,6 +39,8 @@ namespace {
 // Unit roundoff of the output type.
 template <class T> constexpr double unit_roundoff() { return std::is_same_v<T, Eigen::bfloat16> ? 0x1p-8 : 0x1p-11; }
 template <class T> const char* type_name() { return std::is_same_v<T, Eigen::bfloat16> ? "bfloat16" : "float16"; }
+template <class T> DType dtype_of() { return std::is_same_v<T, Eigen::bfloat16> ? DType::BF16 : DType::F16; }
+template <class T> double wide(T x) { return double(static_cast<float>(x)); }
 
 template <class T>
 std::vector<T> random_low(std::size_t size, unsigned seed, double scale = 1.0) {
@@ -169,4 +176,200 @@ TEST_CASE("low precision: bfloat16 GEMM's float32 fallback within bf16's bound, 
 TEST_CASE("low precision: float16 GEMM within float16's bound of a float64 product, same bits on 1 and 4 threads") {
   MESSAGE("float16 path: " << cpu::f16_path());
   gemm_cases<Eigen::half>("fallback");
+}
+
+// --- The registered kernels (matmul, fused_matmul, batch_matmul, the convolutions, elementwise) ---
+
+namespace {
+
+// Runs the CPU kernel of `op` for T once on `threads` threads: inputs of the given types and
+// contents, one output of `out_type` (two where out2 is given).
+template <class T>
+std::vector<T> run_kernel(const std::string& op, tandem::graph::Attrs attrs, const std::vector<Shape>& in_shapes,
+                          const std::vector<const std::vector<T>*>& inputs, const Shape& out_shape, int threads,
+                          std::vector<T>* out2 = nullptr, const Shape& out2_shape = {}) {
+  tandem::graph::Node node;
+  node.op = op;
+  node.attrs = std::move(attrs);
+  node.outputs = {TensorType{out_shape, dtype_of<T>()}};
+  if (out2) node.outputs.push_back(TensorType{out2_shape, dtype_of<T>()});
+  std::vector<TensorType> in_types;
+  std::vector<void*> in;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    in_types.push_back(TensorType{in_shapes[i], dtype_of<T>()});
+    in.push_back(const_cast<T*>(inputs[i]->data()));
+  }
+  std::vector<T> y(static_cast<std::size_t>(out_shape.num_elements()));
+  std::vector<void*> out{y.data()};
+  if (out2) {
+    out2->assign(static_cast<std::size_t>(out2_shape.num_elements()), T(0));
+    out.push_back(out2->data());
+  }
+  cpu::Context ctx(threads);
+  const tandem::backend::KernelInit init{node, in_types, in, out, &ctx};
+  const tandem::backend::KernelFn fn = tandem::backend::find_kernel(op, tandem::backend::DeviceKind::Cpu, dtype_of<T>())(init);
+  if (fn) fn();
+  return y;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// An element's float64 value and the size of what it sums: Σ|terms| and their number.
+struct Sum {
+  double value = 0, magnitude = 0;
+  int64_t terms = 0;
+  void add(double t) { value += t, magnitude += std::fabs(t), ++terms; }
+};
+
+template <class T>
+double check_sums(const std::vector<T>& got, const std::vector<Sum>& want, const std::string& what, Activation act = Activation::Linear) {
+  WorstRatio worst;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double ref = activate(act, want[i].value);
+    worst.see(wide(got[i]), ref, bound<T>(ref, want[i].magnitude, want[i].terms), what + "[" + std::to_string(i) + "]");
+  }
+  return worst.ratio;
+}
+
+template <class T>
+void matmul_kernels() {
+  double worst = 0;
+  unsigned seed = 101;
+  // matmul and fused_matmul with a left operand of rank 3 (rows folded), every activation.
+  for (bool tb : {false, true}) {
+    const int64_t b0 = 4, m = 24, k = 300, n = 40;
+    const auto a = random_low<T>(size_t(b0 * m * k), seed), w = random_low<T>(size_t(k * n), seed + 1), bias = random_low<T>(size_t(n), seed + 2);
+    seed += 3;
+    const Shape as{b0, m, k}, ws = tb ? Shape{n, k} : Shape{k, n}, ys{b0, m, n};
+    std::vector<Sum> sums(size_t(b0 * m * n));
+    for (int64_t r = 0; r < b0 * m; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = 0; q < k; ++q) sums[size_t(r * n + j)].add(wide(a[size_t(r * k + q)]) * wide(w[size_t(tb ? j * k + q : q * n + j)]));
+    const tandem::graph::Attrs mm{{"transpose_a", false}, {"transpose_b", tb}};
+    const auto y1 = run_kernel<T>("matmul", mm, {as, ws}, {&a, &w}, ys, 1), y4 = run_kernel<T>("matmul", mm, {as, ws}, {&a, &w}, ys, 4);
+    worst = std::max(worst, check_sums(y1, sums, "matmul"));
+    CHECK_MESSAGE(same_bits(y1, y4), "matmul: 1 and 4 threads differ");
+    std::vector<Sum> biased = sums;
+    for (int64_t r = 0; r < b0 * m; ++r)
+      for (int64_t j = 0; j < n; ++j) biased[size_t(r * n + j)].add(wide(bias[size_t(j)]));
+    for (const char* act : {"linear", "relu", "sigmoid", "tanh"}) {
+      tandem::graph::Attrs fa = mm;
+      fa.set("activation", std::string(act));
+      const auto f1 = run_kernel<T>("fused_matmul", fa, {as, ws, Shape{n}}, {&a, &w, &bias}, ys, 1);
+      const auto f4 = run_kernel<T>("fused_matmul", fa, {as, ws, Shape{n}}, {&a, &w, &bias}, ys, 4);
+      worst = std::max(worst, check_sums(f1, biased, std::string("fused_matmul ").append(act), tandem::backend::parse_activation(act)));
+      CHECK_MESSAGE(same_bits(f1, f4), "fused_matmul " << act << ": 1 and 4 threads differ");
+    }
+  }
+  // batch_matmul over (2, 3) items, every transpose.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int64_t m = 17, k = 130, n = 23, items = 6;
+      const auto a = random_low<T>(size_t(items * m * k), seed), b = random_low<T>(size_t(items * k * n), seed + 1);
+      seed += 2;
+      const Shape as = ta ? Shape{2, 3, k, m} : Shape{2, 3, m, k}, bs = tb ? Shape{2, 3, n, k} : Shape{2, 3, k, n}, ys{2, 3, m, n};
+      std::vector<Sum> sums(size_t(items * m * n));
+      for (int64_t it = 0; it < items; ++it)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            for (int64_t q = 0; q < k; ++q)
+              sums[size_t((it * m + i) * n + j)].add(wide(a[size_t(it * m * k + (ta ? q * m + i : i * k + q))]) *
+                                                     wide(b[size_t(it * k * n + (tb ? j * k + q : q * n + j))]));
+      const tandem::graph::Attrs attrs{{"transpose_a", ta}, {"transpose_b", tb}};
+      const auto y1 = run_kernel<T>("batch_matmul", attrs, {as, bs}, {&a, &b}, ys, 1);
+      const auto y4 = run_kernel<T>("batch_matmul", attrs, {as, bs}, {&a, &b}, ys, 4);
+      worst = std::max(worst, check_sums(y1, sums, "batch_matmul"));
+      CHECK_MESSAGE(same_bits(y1, y4), "batch_matmul: 1 and 4 threads differ");
+    }
+  MESSAGE(std::string(type_name<T>()) << " matmul, fused_matmul, batch_matmul: largest |err| / bound " << worst);
+}
+
+struct ConvCase {
+  Shape x, kernel;
+  int64_t stride, dilation;
+  const char* padding;
+};
+
+template <class T>
+void conv_kernels() {
+  // A 3×3 "same" convolution as the CNN's, a strided dilated "valid" one, a 5×5 "same" one with
+  // stride 2 (odd padding), and a pointwise one (the GEMM-only path).
+  const ConvCase cases[] = {{{5, 12, 12, 8}, {3, 3, 8, 16}, 1, 1, "same"},
+                            {{3, 13, 11, 6}, {3, 2, 6, 5}, 2, 2, "valid"},
+                            {{2, 9, 10, 4}, {5, 5, 4, 7}, 2, 1, "same"},
+                            {{3, 6, 7, 24}, {1, 1, 24, 9}, 1, 1, "valid"}};
+  double worst_fwd = 0, worst_input = 0, worst_filter = 0;
+  unsigned seed = 301;
+  for (const ConvCase& cc : cases) {
+    const tandem::graph::Attrs attrs{{"strides", std::vector<int64_t>{cc.stride, cc.stride}},
+                                     {"dilation", std::vector<int64_t>{cc.dilation, cc.dilation}},
+                                     {"padding", std::string(cc.padding)}};
+    const tandem::ops::Window2D w = tandem::ops::window2d(cc.x, cc.kernel[0], cc.kernel[1], attrs, "conv2d");
+    const int64_t f = cc.kernel[3];
+    const Shape ys{w.n, w.oh, w.ow, f};
+    CAPTURE(cc.x.str());
+    CAPTURE(cc.kernel.str());
+    const auto x = random_low<T>(size_t(cc.x.num_elements()), seed), kernel = random_low<T>(size_t(cc.kernel.num_elements()), seed + 1);
+    const auto dy = random_low<T>(size_t(ys.num_elements()), seed + 2);
+    seed += 3;
+    std::vector<Sum> y_ref(size_t(ys.num_elements())), dx_ref(size_t(cc.x.num_elements())), dk_ref(size_t(cc.kernel.num_elements()));
+    // Every (output position, tap, channel, filter) product once, in float64.
+    for (int64_t b = 0; b < w.n; ++b)
+      for (int64_t oy = 0; oy < w.oh; ++oy)
+        for (int64_t ox = 0; ox < w.ow; ++ox)
+          for (int64_t ky = 0; ky < w.kh; ++ky)
+            for (int64_t kx = 0; kx < w.kw; ++kx) {
+              const int64_t iy = oy * w.sh - w.pad_top + ky * w.dh, ix = ox * w.sw - w.pad_left + kx * w.dw;
+              if (iy < 0 || iy >= w.h || ix < 0 || ix >= w.w) continue;
+              for (int64_t c = 0; c < w.c; ++c)
+                for (int64_t o = 0; o < f; ++o) {
+                  const size_t xi = size_t(((b * w.h + iy) * w.w + ix) * w.c + c), yi = size_t(((b * w.oh + oy) * w.ow + ox) * f + o);
+                  const size_t ki = size_t(((ky * w.kw + kx) * w.c + c) * f + o);
+                  y_ref[yi].add(wide(x[xi]) * wide(kernel[ki]));
+                  dx_ref[xi].add(wide(dy[yi]) * wide(kernel[ki]));
+                  dk_ref[ki].add(wide(x[xi]) * wide(dy[yi]));
+                }
+            }
+    const auto y1 = run_kernel<T>("conv2d", attrs, {cc.x, cc.kernel}, {&x, &kernel}, ys, 1);
+    const auto y4 = run_kernel<T>("conv2d", attrs, {cc.x, cc.kernel}, {&x, &kernel}, ys, 4);
+    worst_fwd = std::max(worst_fwd, check_sums(y1, y_ref, "conv2d"));
+    CHECK_MESSAGE(same_bits(y1, y4), "conv2d: 1 and 4 threads differ");
+
+    tandem::graph::Attrs input_attrs = attrs;
+    input_attrs.set("input_shape", cc.x.dims());
+    const auto dx1 = run_kernel<T>("conv2d_backprop_input", input_attrs, {ys, cc.kernel}, {&dy, &kernel}, cc.x, 1);
+    const auto dx4 = run_kernel<T>("conv2d_backprop_input", input_attrs, {ys, cc.kernel}, {&dy, &kernel}, cc.x, 4);
+    worst_input = std::max(worst_input, check_sums(dx1, dx_ref, "conv2d_backprop_input"));
+    CHECK_MESSAGE(same_bits(dx1, dx4), "conv2d_backprop_input: 1 and 4 threads differ");
+
+    tandem::graph::Attrs filter_attrs = attrs;
+    filter_attrs.set("kernel_shape", cc.kernel.dims());
+    const auto dk1 = run_kernel<T>("conv2d_backprop_filter", filter_attrs, {cc.x, ys}, {&x, &dy}, cc.kernel, 1);
+    const auto dk4 = run_kernel<T>("conv2d_backprop_filter", filter_attrs, {cc.x, ys}, {&x, &dy}, cc.kernel, 4);
+    worst_filter = std::max(worst_filter, check_sums(dk1, dk_ref, "conv2d_backprop_filter"));
+    CHECK_MESSAGE(same_bits(dk1, dk4), "conv2d_backprop_filter: 1 and 4 threads differ");
+  }
+  MESSAGE(std::string(type_name<T>()) << " conv2d: largest |err| / bound " << worst_fwd << "; conv2d_backprop_input " << worst_input
+                                      << "; conv2d_backprop_filter " << worst_filter);
+}
+
+}  // namespace
+
+TEST_CASE("low precision: bfloat16 matmul, fused_matmul and batch_matmul kernels within bf16's bound of float64, same bits on 1 and 4 threads") {
+  matmul_kernels<Eigen::bfloat16>();
+}
+
+TEST_CASE("low precision: float16 matmul, fused_matmul and batch_matmul kernels within float16's bound of float64, same bits on 1 and 4 threads") {
+  matmul_kernels<Eigen::half>();
+}
+
+TEST_CASE("low precision: bfloat16 conv2d and both its gradients within bf16's bound of float64 sums") {
+  conv_kernels<Eigen::bfloat16>();
+}
+
+TEST_CASE("low precision: float16 conv2d and both its gradients within float16's bound of float64 sums") {
+  conv_kernels<Eigen::half>();
 }

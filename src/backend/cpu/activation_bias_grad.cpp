@@ -1,5 +1,7 @@
 // activation_bias_grad(dy, y) -> (dx, dbias): the activation's gradient and its column sums in one
 // pass over the rows, summed as reduce_sum sums them (column_sums.h).
+#include <Eigen/Core>
+
 #include "backend/cpu/column_sums.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/fused_activation.h"
@@ -32,5 +34,6 @@ KernelFn make_activation_bias_grad(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("activation_bias_grad", make_activation_bias_grad);
+REGISTER_CPU_16BIT_KERNEL("activation_bias_grad", make_activation_bias_grad);
 
 }  // namespace tandem::backend::cpu

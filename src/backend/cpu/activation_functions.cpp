@@ -1,5 +1,7 @@
 // Kernels of the further activations (backend/activation_functions.h lists them): the forward maps
 // x, the gradient maps (dy, x), both with the functors the CUDA kernels use.
+#include <Eigen/Core>
+
 #include "backend/activation_functions.h"
 #include "backend/cpu/elementwise.h"
 
@@ -14,9 +16,11 @@ template <class G> struct Backward {
 };
 }  // namespace
 
-#define TANDEM_REGISTER_CPU_ACTIVATION(op, F, G)        \
-  REGISTER_CPU_FLOAT_KERNEL(op, Forward<F>::make); \
-  REGISTER_CPU_FLOAT_KERNEL(op "_grad", Backward<G>::make);
+#define TANDEM_REGISTER_CPU_ACTIVATION(op, F, G)            \
+  REGISTER_CPU_FLOAT_KERNEL(op, Forward<F>::make);          \
+  REGISTER_CPU_FLOAT_KERNEL(op "_grad", Backward<G>::make); \
+  REGISTER_CPU_16BIT_KERNEL(op, Forward<F>::make);          \
+  REGISTER_CPU_16BIT_KERNEL(op "_grad", Backward<G>::make);
 TANDEM_ACTIVATION_FUNCTIONS(TANDEM_REGISTER_CPU_ACTIVATION)
 
 }  // namespace tandem::backend::cpu

@@ -60,12 +60,20 @@ template <class T> KernelFn make_gelu_grad(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("relu", make_relu);
+REGISTER_CPU_16BIT_KERNEL("relu", make_relu);
 REGISTER_CPU_FLOAT_KERNEL("sigmoid", make_sigmoid);
+REGISTER_CPU_16BIT_KERNEL("sigmoid", make_sigmoid);
 REGISTER_CPU_FLOAT_KERNEL("tanh", make_tanh);
+REGISTER_CPU_16BIT_KERNEL("tanh", make_tanh);
 REGISTER_CPU_FLOAT_KERNEL("gelu", make_gelu);
+REGISTER_CPU_16BIT_KERNEL("gelu", make_gelu);
 REGISTER_CPU_FLOAT_KERNEL("relu_grad", make_relu_grad);
+REGISTER_CPU_16BIT_KERNEL("relu_grad", make_relu_grad);
 REGISTER_CPU_FLOAT_KERNEL("sigmoid_grad", make_sigmoid_grad);
+REGISTER_CPU_16BIT_KERNEL("sigmoid_grad", make_sigmoid_grad);
 REGISTER_CPU_FLOAT_KERNEL("tanh_grad", make_tanh_grad);
+REGISTER_CPU_16BIT_KERNEL("tanh_grad", make_tanh_grad);
 REGISTER_CPU_FLOAT_KERNEL("gelu_grad", make_gelu_grad);
+REGISTER_CPU_16BIT_KERNEL("gelu_grad", make_gelu_grad);
 
 }  // namespace tandem::backend::cpu

@@ -1,6 +1,8 @@
 // batch_matmul: one GEMM per batch item. With at least as many items as threads, threads take
 // whole items (each GEMM single-threaded); otherwise items run in turn, each GEMM split across the
 // device's threads. Never both: a GEMM inside a pool task must not wait on the same pool.
+#include <Eigen/Core>
+
 #include <algorithm>
 
 #include "backend/cpu/gemm.h"
@@ -47,5 +49,6 @@ KernelFn make_batch_matmul(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("batch_matmul", make_batch_matmul);
+REGISTER_CPU_16BIT_KERNEL("batch_matmul", make_batch_matmul);
 
 }  // namespace tandem::backend::cpu

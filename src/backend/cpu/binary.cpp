@@ -1,4 +1,6 @@
 // add, sub, mul, div with broadcasting, and broadcast_to.
+#include <Eigen/Core>
+
 #include "backend/cpu/elementwise.h"
 
 namespace tandem::backend::cpu {
@@ -19,9 +21,13 @@ KernelFn make_broadcast_to(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("add", make_add);
+REGISTER_CPU_16BIT_KERNEL("add", make_add);
 REGISTER_CPU_FLOAT_KERNEL("sub", make_sub);
+REGISTER_CPU_16BIT_KERNEL("sub", make_sub);
 REGISTER_CPU_FLOAT_KERNEL("mul", make_mul);
+REGISTER_CPU_16BIT_KERNEL("mul", make_mul);
 REGISTER_CPU_FLOAT_KERNEL("div", make_div);
+REGISTER_CPU_16BIT_KERNEL("div", make_div);
 REGISTER_CPU_FLOAT_KERNEL("broadcast_to", make_broadcast_to);
 
 }  // namespace tandem::backend::cpu

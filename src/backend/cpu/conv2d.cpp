@@ -19,6 +19,8 @@
 // not kept. Splitting images over threads is as fast or faster than one big threaded GEMM and needs
 // im2col scratch for one image per thread instead of the whole batch; with fewer images than
 // threads (predict on a few rows) the images run one by one with a threaded GEMM instead.
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -99,27 +101,42 @@ using Scratch = std::shared_ptr<std::vector<T>>;
 // One slot per thread when the batch has at least one image per thread, else a single slot.
 int64_t slot_count(Context& ctx, int64_t batch) { return batch >= ctx.threads() ? ctx.threads() : 1; }
 
-// Calls fn(gemm_context, slot, image, first_in_slot) for every image. With enough images, each
-// thread takes a contiguous range of them and runs its GEMMs serially (measured faster, see the
-// top of the file); with fewer images than threads, images go one by one and each GEMM is threaded.
+// The filter gradient's slots: a number fixed by the batch alone, so its per-slot partial sums, and
+// the order they are added in, are the same on any number of threads (bitwise equal results).
+constexpr int64_t kFilterSlots = 8;
+int64_t filter_slot_count(int64_t batch) { return std::max<int64_t>(1, std::min(batch, kFilterSlots)); }
+
+// Calls fn(gemm_context, slot, image, first_in_slot) for every image, slot s taking the contiguous
+// images [batch·s/slots, batch·(s+1)/slots). With several slots, threads take whole slots and run
+// their GEMMs serially (measured faster, see the top of the file); with one, images go one by one
+// and each GEMM is threaded. The GEMM's result does not depend on its threads, so neither does the
+// kernel's.
 template <class F>
-void for_images(Context& ctx, int64_t batch, F&& fn) {
-  const int64_t slots = slot_count(ctx, batch);
-  if (slots == 1) {
-    for (int64_t i = 0; i < batch; ++i) fn(ctx, 0, i, i == 0);
+void for_images(Context& ctx, int64_t batch, int64_t slots, F&& fn) {
+  const auto run_slot = [&](Context& gemm_context, int64_t s) {
+    const int64_t b = batch * s / slots, e = batch * (s + 1) / slots;
+    for (int64_t i = b; i < e; ++i) fn(gemm_context, s, i, i == b);
+  };
+  if (slots == 1 || ctx.threads() == 1) {
+    for (int64_t s = 0; s < slots; ++s) run_slot(ctx, s);
     return;
   }
   ctx.parallel_for(slots, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t s = s0; s < s1; ++s) {
-      const int64_t b = batch * s / slots, e = batch * (s + 1) / slots;
-      for (int64_t i = b; i < e; ++i) fn(serial_context(), s, i, i == b);
-    }
+    for (int64_t s = s0; s < s1; ++s) run_slot(serial_context(), s);
   });
+}
+template <class F>
+void for_images(Context& ctx, int64_t batch, F&& fn) {
+  for_images(ctx, batch, slot_count(ctx, batch), fn);
 }
 
 template <class T>
+Scratch<T> scratch_for(int64_t slots, int64_t per_slot) {
+  return std::make_shared<std::vector<T>>(static_cast<std::size_t>(slots * per_slot));
+}
+template <class T>
 Scratch<T> scratch_for(Context& ctx, int64_t batch, int64_t per_slot) {
-  return std::make_shared<std::vector<T>>(static_cast<std::size_t>(slot_count(ctx, batch) * per_slot));
+  return scratch_for<T>(slot_count(ctx, batch), per_slot);
 }
 
 // conv2d, and fused_conv2d with its bias and activation applied to each image's output by the GEMM.
@@ -184,10 +201,10 @@ KernelFn make_conv2d_backprop_input(const KernelInit& k) {
   };
 }
 
-// Inputs (x, dy): dK = Σ over images of colᵀ · dy. Each slot sums its images into its own partial
-// (for float and double slot 0 straight into dK), then the partials are added in slot order, so
-// the result depends only on the batch size and the device's thread count. The partials are in
-// T's compute type: for the 16-bit types float32, rounded to dK once at the end.
+// Inputs (x, dy): dK = Σ over images of colᵀ · dy. Each of filter_slot_count's slots sums its
+// images into its own partial (for float and double slot 0 straight into dK), then the partials are
+// added in slot order, so the result depends only on the batch size. The partials are in T's
+// compute type: for the 16-bit types float32, rounded to dK once at the end.
 template <class T>
 KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
   using Acc = compute_t<T>;
@@ -202,11 +219,11 @@ KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
   if (is_pointwise(d.w)) return [=] { gemm<T>(*ctx, true, false, d.patch, d.filters, n * d.rows, x, dy, dk); };
   if (n == 0) return [=] { std::fill(dk, dk + kf, T(0)); };
   constexpr bool widened = !std::is_same_v<T, Acc>;
-  const int64_t slots = slot_count(*ctx, n);
-  Scratch<T> cols = scratch_for<T>(*ctx, n, d.rows * d.patch);
-  Scratch<Acc> partials = scratch_for<Acc>(*ctx, n, kf);
+  const int64_t slots = filter_slot_count(n);
+  Scratch<T> cols = scratch_for<T>(slots, d.rows * d.patch);
+  Scratch<Acc> partials = scratch_for<Acc>(slots, kf);
   return [=] {
-    for_images(*ctx, n, [&](Context& gc, int64_t slot, int64_t i, bool first) {
+    for_images(*ctx, n, slots, [&](Context& gc, int64_t slot, int64_t i, bool first) {
       T* col = cols->data() + slot * d.rows * d.patch;
       Acc* part = partials->data() + slot * kf;
       if constexpr (!widened)
@@ -225,8 +242,12 @@ KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("conv2d", make_conv2d);
+REGISTER_CPU_16BIT_KERNEL("conv2d", make_conv2d);
 REGISTER_CPU_FLOAT_KERNEL("fused_conv2d", make_fused_conv2d);
+REGISTER_CPU_16BIT_KERNEL("fused_conv2d", make_fused_conv2d);
 REGISTER_CPU_FLOAT_KERNEL("conv2d_backprop_input", make_conv2d_backprop_input);
+REGISTER_CPU_16BIT_KERNEL("conv2d_backprop_input", make_conv2d_backprop_input);
 REGISTER_CPU_FLOAT_KERNEL("conv2d_backprop_filter", make_conv2d_backprop_filter);
+REGISTER_CPU_16BIT_KERNEL("conv2d_backprop_filter", make_conv2d_backprop_filter);
 
 }  // namespace tandem::backend::cpu

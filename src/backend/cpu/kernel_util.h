@@ -22,3 +22,9 @@ constexpr int64_t kElementwiseGrain = 1 << 15;
 #define REGISTER_CPU_FLOAT_KERNEL(op, make)                                                            \
   REGISTER_KERNEL(op, ::tandem::backend::DeviceKind::Cpu, ::tandem::DType::F32, make<float>); \
   REGISTER_KERNEL(op, ::tandem::backend::DeviceKind::Cpu, ::tandem::DType::F64, make<double>)
+
+// Registers make<Eigen::bfloat16> and make<Eigen::half> for an op (low_precision.h; the file
+// includes <Eigen/Core>).
+#define REGISTER_CPU_16BIT_KERNEL(op, make)                                                           \
+  REGISTER_KERNEL(op, ::tandem::backend::DeviceKind::Cpu, ::tandem::DType::BF16, make<Eigen::bfloat16>); \
+  REGISTER_KERNEL(op, ::tandem::backend::DeviceKind::Cpu, ::tandem::DType::F16, make<Eigen::half>)

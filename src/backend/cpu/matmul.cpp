@@ -1,5 +1,7 @@
 // matmul (leading axes of the left operand folded into rows), bias_add, and fused_matmul: the
 // product with the bias and activation applied by the GEMM's epilogue to each thread's block.
+#include <Eigen/Core>
+
 #include <functional>
 
 #include "backend/cpu/gemm.h"
@@ -51,7 +53,10 @@ KernelFn make_bias_add(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("matmul", make_matmul);
+REGISTER_CPU_16BIT_KERNEL("matmul", make_matmul);
 REGISTER_CPU_FLOAT_KERNEL("bias_add", make_bias_add);
+REGISTER_CPU_16BIT_KERNEL("bias_add", make_bias_add);
 REGISTER_CPU_FLOAT_KERNEL("fused_matmul", make_fused_matmul);
+REGISTER_CPU_16BIT_KERNEL("fused_matmul", make_fused_matmul);
 
 }  // namespace tandem::backend::cpu

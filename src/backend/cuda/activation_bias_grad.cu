@@ -1,6 +1,8 @@
 // activation_bias_grad(dy, y) -> (dx, dbias) on CUDA devices: one pass that writes the
 // activation's gradient and sums each column of it. A column is a line of the reduction machinery
-// (reduction.cuh), so its sum has a fixed order and the same bits on every run.
+// (reduction.cuh), so its sum has a fixed order and the same bits on every run. For the 16-bit
+// types the sum runs in float32 over dx as stored, as the unfused gradient and reduce_sum give.
+#include "backend/cuda/low_precision.cuh"
 #include "backend/cuda/reduction.cuh"
 #include "backend/fused_activation.h"
 
@@ -11,13 +13,14 @@ template <class Group, class T, class Grad>
 __global__ void activation_bias_grad_kernel(T* dx, T* dbias, const T* dy, const T* y, AxisLines columns, Grad grad) {
   for (int64_t c = Group::first_line(); c < columns.count(); c += Group::line_stride()) {
     const int64_t base = columns.base(c);
-    const T sum = line_reduce<Group>(columns.n, T(0), Plus{}, [&](int64_t r) {
+    using C = compute_t<T>;
+    const C sum = line_reduce<Group>(columns.n, C(0), Plus{}, [&](int64_t r) {
       const int64_t i = base + r * columns.inner;
-      const T d = grad(dy[i], y[i]);
+      const T d = apply_rounded<T>(grad, dy[i], y[i]);
       dx[i] = d;
-      return d;
+      return static_cast<C>(d);
     });
-    if (Group::lane() == 0) dbias[c] = sum;
+    if (Group::lane() == 0) dbias[c] = static_cast<T>(sum);
   }
 }
 
@@ -39,5 +42,6 @@ KernelFn make_activation_bias_grad(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("activation_bias_grad", make_activation_bias_grad);
+REGISTER_CUDA_16BIT_KERNEL("activation_bias_grad", make_activation_bias_grad);
 
 }  // namespace tandem::backend::cuda

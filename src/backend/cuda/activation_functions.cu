@@ -14,9 +14,11 @@ template <class G> struct Backward {
 };
 }  // namespace
 
-#define TANDEM_REGISTER_CUDA_ACTIVATION(op, F, G)        \
-  REGISTER_CUDA_FLOAT_KERNEL(op, Forward<F>::make); \
-  REGISTER_CUDA_FLOAT_KERNEL(op "_grad", Backward<G>::make);
+#define TANDEM_REGISTER_CUDA_ACTIVATION(op, F, G)            \
+  REGISTER_CUDA_FLOAT_KERNEL(op, Forward<F>::make);          \
+  REGISTER_CUDA_FLOAT_KERNEL(op "_grad", Backward<G>::make); \
+  REGISTER_CUDA_16BIT_KERNEL(op, Forward<F>::make);          \
+  REGISTER_CUDA_16BIT_KERNEL(op "_grad", Backward<G>::make);
 TANDEM_ACTIVATION_FUNCTIONS(TANDEM_REGISTER_CUDA_ACTIVATION)
 
 }  // namespace tandem::backend::cuda

@@ -22,12 +22,20 @@ template <class T> KernelFn make_gelu_grad(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("relu", make_relu);
+REGISTER_CUDA_16BIT_KERNEL("relu", make_relu);
 REGISTER_CUDA_FLOAT_KERNEL("sigmoid", make_sigmoid);
+REGISTER_CUDA_16BIT_KERNEL("sigmoid", make_sigmoid);
 REGISTER_CUDA_FLOAT_KERNEL("tanh", make_tanh);
+REGISTER_CUDA_16BIT_KERNEL("tanh", make_tanh);
 REGISTER_CUDA_FLOAT_KERNEL("gelu", make_gelu);
+REGISTER_CUDA_16BIT_KERNEL("gelu", make_gelu);
 REGISTER_CUDA_FLOAT_KERNEL("relu_grad", make_relu_grad);
+REGISTER_CUDA_16BIT_KERNEL("relu_grad", make_relu_grad);
 REGISTER_CUDA_FLOAT_KERNEL("sigmoid_grad", make_sigmoid_grad);
+REGISTER_CUDA_16BIT_KERNEL("sigmoid_grad", make_sigmoid_grad);
 REGISTER_CUDA_FLOAT_KERNEL("tanh_grad", make_tanh_grad);
+REGISTER_CUDA_16BIT_KERNEL("tanh_grad", make_tanh_grad);
 REGISTER_CUDA_FLOAT_KERNEL("gelu_grad", make_gelu_grad);
+REGISTER_CUDA_16BIT_KERNEL("gelu_grad", make_gelu_grad);
 
 }  // namespace tandem::backend::cuda

@@ -1,6 +1,7 @@
 // batch_matmul on CUDA devices: one strided-batched cuBLASLt GEMM over the leading axes.
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/kernel_util.cuh"
+#include "backend/cuda/low_precision.cuh"
 
 namespace tandem::backend::cuda {
 
@@ -20,5 +21,6 @@ KernelFn make_batch_matmul(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("batch_matmul", make_batch_matmul);
+REGISTER_CUDA_16BIT_KERNEL("batch_matmul", make_batch_matmul);
 
 }  // namespace tandem::backend::cuda

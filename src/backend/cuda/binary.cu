@@ -27,9 +27,13 @@ KernelFn make_broadcast_to(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("add", make_add);
+REGISTER_CUDA_16BIT_KERNEL("add", make_add);
 REGISTER_CUDA_FLOAT_KERNEL("sub", make_sub);
+REGISTER_CUDA_16BIT_KERNEL("sub", make_sub);
 REGISTER_CUDA_FLOAT_KERNEL("mul", make_mul);
+REGISTER_CUDA_16BIT_KERNEL("mul", make_mul);
 REGISTER_CUDA_FLOAT_KERNEL("div", make_div);
+REGISTER_CUDA_16BIT_KERNEL("div", make_div);
 REGISTER_CUDA_FLOAT_KERNEL("broadcast_to", make_broadcast_to);
 
 }  // namespace tandem::backend::cuda

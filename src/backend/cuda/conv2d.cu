@@ -11,7 +11,9 @@
 // the bottom (right). Then the image is padded by that row explicitly, into scratch (and the input
 // gradient cropped back out of it), and cuDNN pads the rest.
 //
-// Algorithms: chosen once by the factory, deterministic and FMA-only (see conv_algorithm.h).
+// Algorithms: chosen once by the factory, deterministic and FMA-only (see conv_algorithm.h); for
+// bfloat16 and float16 also tensor-op math, whose products of 16-bit operands are exact and whose
+// sums run in float32 (the descriptor's compute type), rounded once to the output.
 //
 // depthwise_conv2d and its gradients are the same convolutions with cuDNN's group count = C: the
 // depthwise kernel (kh, kw, C, M) read as (kh, kw, 1, C·M) is a grouped filter of C·M outputs
@@ -25,6 +27,7 @@
 #include "backend/cuda/conv_algorithm.h"
 #include "backend/cuda/device_scratch.h"
 #include "backend/cuda/kernel_util.cuh"
+#include "backend/cuda/low_precision.cuh"
 #include "backend/cuda/pad2d.cuh"
 #include "ops/conv.h"
 
@@ -93,8 +96,10 @@ struct Geometry {
   }
 };
 
-template <class T> constexpr T kOne = T(1);
-template <class T> constexpr T kZero = T(0);
+// cuDNN's alpha and beta: double for float64 data, float for the rest (the 16-bit types included).
+template <class T> using scale_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+template <class T> constexpr scale_t<T> kOne = 1;
+template <class T> constexpr scale_t<T> kZero = 0;
 
 // One conv node's descriptors, algorithm, scratch and launch shapes, fixed by its factory. The
 // closures hold a copy; the descriptors and scratch go with the last of them.
@@ -114,25 +119,27 @@ class Convolution {
     check_cudnn(cudnnSetTensor4dDescriptor(d_->output, CUDNN_TENSOR_NHWC, kType, dim(w.n), dim(g.filters), dim(w.oh), dim(w.ow)),
                 "cudnnSetTensor4dDescriptor", label_);
     check_cudnn(cudnnSetConvolution2dDescriptor(d_->conv, dim(w.pad_top), dim(w.pad_left), dim(w.sh), dim(w.sw), dim(w.dh), dim(w.dw),
-                                                CUDNN_CROSS_CORRELATION, kType),
+                                                CUDNN_CROSS_CORRELATION, kCompute),
                 "cudnnSetConvolution2dDescriptor", label_);
     check_cudnn(cudnnSetConvolutionGroupCount(d_->conv, dim(g.groups)), "cudnnSetConvolutionGroupCount", label_);
     // FMA math first; float64 may also take DEFAULT (its tensor cores compute exact FP64 FMAs),
-    // float32 never: DEFAULT allows TF32. A math type cuDNN refuses is one more that does not fit.
+    // float32 never: DEFAULT allows TF32. The 16-bit types take tensor-op math first (exact
+    // products, float32 sums), then FMA. A math type cuDNN refuses is one more that does not fit.
     constexpr cudnnMathType_t kMaths[] = {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH};
-    for (int m = 0; m < (kF64 ? 2 : 1); ++m)
+    constexpr cudnnMathType_t kLowMaths[] = {CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH};
+    for (int m = 0; m < (kF64 || kLow ? 2 : 1); ++m)
       for (const FilterFormat& f : kFilterFormats) {
-        if (cudnnSetConvolutionMathType(d_->conv, kMaths[m]) != CUDNN_STATUS_SUCCESS) break;
+        if (cudnnSetConvolutionMathType(d_->conv, kLow ? kLowMaths[m] : kMaths[m]) != CUDNN_STATUS_SUCCESS) break;
         check_cudnn(cudnnSetFilter4dDescriptor(d_->filter, kType, f.format, dim(g.filters), dim(g.group_in()), dim(w.kh), dim(w.kw)),
                     "cudnnSetFilter4dDescriptor", label_);
         check_output_size();
-        algo_ = choose_conv_algorithm(ctx, *d_, dir, label_);
+        algo_ = choose_conv_algorithm(ctx, *d_, dir, label_, kLow);
         if (algo_ < 0) continue;
         allocate(ctx, f.order);
         return;
       }
     throw Error(label_ + ": cuDNN offers no deterministic FMA algorithm within the " + std::to_string(ctx.workspace_bytes) +
-                "-byte workspace for the " + (kF64 ? "float64" : "float32") + " convolution of " + g.str());
+                "-byte workspace for the " + kTypeName + " convolution of " + g.str());
   }
 
   void filter_to_dnn(const T* kernel) const { permute(filter_.get(), kernel, to_dnn_); }
@@ -170,7 +177,11 @@ class Convolution {
 
  private:
   static constexpr bool kF64 = std::is_same_v<T, double>;
-  static constexpr cudnnDataType_t kType = kF64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  static constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>, kF16 = std::is_same_v<T, __half>, kLow = kBf16 || kF16;
+  static constexpr cudnnDataType_t kType =
+      kF64 ? CUDNN_DATA_DOUBLE : kBf16 ? CUDNN_DATA_BFLOAT16 : kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  static constexpr cudnnDataType_t kCompute = kF64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;  // the sums' type
+  static constexpr const char* kTypeName = kF64 ? "float64" : kBf16 ? "bfloat16" : kF16 ? "float16" : "float32";
 
   int dim(int64_t v) const {
     if (v > INT_MAX) throw Error(label_ + ": a convolution dimension of " + std::to_string(v) + " is more than cuDNN takes");
@@ -296,9 +307,13 @@ KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("conv2d", make_conv2d);
+REGISTER_CUDA_16BIT_KERNEL("conv2d", make_conv2d);
 REGISTER_CUDA_FLOAT_KERNEL("fused_conv2d", make_fused_conv2d);
+REGISTER_CUDA_16BIT_KERNEL("fused_conv2d", make_fused_conv2d);
 REGISTER_CUDA_FLOAT_KERNEL("conv2d_backprop_input", make_conv2d_backprop_input);
+REGISTER_CUDA_16BIT_KERNEL("conv2d_backprop_input", make_conv2d_backprop_input);
 REGISTER_CUDA_FLOAT_KERNEL("conv2d_backprop_filter", make_conv2d_backprop_filter);
+REGISTER_CUDA_16BIT_KERNEL("conv2d_backprop_filter", make_conv2d_backprop_filter);
 REGISTER_CUDA_FLOAT_KERNEL("depthwise_conv2d", make_conv2d);
 REGISTER_CUDA_FLOAT_KERNEL("depthwise_conv2d_backprop_input", make_conv2d_backprop_input);
 REGISTER_CUDA_FLOAT_KERNEL("depthwise_conv2d_backprop_filter", make_conv2d_backprop_filter);

@@ -34,14 +34,14 @@ void ConvDescriptors::release() {  // cannot report from a destructor; a failed 
 
 namespace {
 template <class Perf, class Heuristics, class Workspace, class Transform>
-int first_usable(int max_count, Heuristics heuristics, Workspace workspace, Transform is_transform, std::size_t limit, const char* call,
-                 const std::string& label) {
+int first_usable(int max_count, Heuristics heuristics, Workspace workspace, Transform is_transform, std::size_t limit, bool tensor_ops,
+                 const char* call, const std::string& label) {
   std::vector<Perf> perf(static_cast<std::size_t>(max_count > 0 ? max_count : 1));
   int returned = 0;
   check_cudnn(heuristics(static_cast<int>(perf.size()), &returned, perf.data()), call, label);
   for (int i = 0; i < returned; ++i) {
     const Perf& p = perf[static_cast<std::size_t>(i)];
-    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC || p.mathType == CUDNN_TENSOR_OP_MATH ||
+    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC || (p.mathType == CUDNN_TENSOR_OP_MATH && !tensor_ops) ||
         p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || is_transform(p.algo))
       continue;
     std::size_t bytes = 0;  // asked again under the descriptor's own math type, which the run uses
@@ -51,7 +51,7 @@ int first_usable(int max_count, Heuristics heuristics, Workspace workspace, Tran
 }
 }  // namespace
 
-int choose_conv_algorithm(const Context& ctx, const ConvDescriptors& d, ConvDirection dir, const std::string& label) {
+int choose_conv_algorithm(const Context& ctx, const ConvDescriptors& d, ConvDirection dir, const std::string& label, bool tensor_ops) {
   cudnnHandle_t h = ctx.dnn;
   int n = 0;
   switch (dir) {
@@ -66,7 +66,7 @@ int choose_conv_algorithm(const Context& ctx, const ConvDescriptors& d, ConvDire
             return cudnnGetConvolutionForwardWorkspaceSize(h, d.image, d.filter, d.conv, d.output, a, bytes);
           },
           [](cudnnConvolutionFwdAlgo_t a) { return a >= CUDNN_CONVOLUTION_FWD_ALGO_FFT; },  // FFT, FFT_TILING, both WINOGRADs
-          ctx.workspace_bytes, "cudnnGetConvolutionForwardAlgorithm_v7", label);
+          ctx.workspace_bytes, tensor_ops, "cudnnGetConvolutionForwardAlgorithm_v7", label);
     case ConvDirection::BackwardData:
       check_cudnn(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &n), "cudnnGetConvolutionBackwardDataAlgorithmMaxCount", label);
       return first_usable<cudnnConvolutionBwdDataAlgoPerf_t>(
@@ -78,7 +78,7 @@ int choose_conv_algorithm(const Context& ctx, const ConvDescriptors& d, ConvDire
             return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.filter, d.output, d.conv, d.image, a, bytes);
           },
           [](cudnnConvolutionBwdDataAlgo_t a) { return a >= CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT; },  // FFT, FFT_TILING, both WINOGRADs
-          ctx.workspace_bytes, "cudnnGetConvolutionBackwardDataAlgorithm_v7", label);
+          ctx.workspace_bytes, tensor_ops, "cudnnGetConvolutionBackwardDataAlgorithm_v7", label);
     case ConvDirection::BackwardFilter:
       check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &n), "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", label);
       return first_usable<cudnnConvolutionBwdFilterAlgoPerf_t>(
@@ -92,7 +92,7 @@ int choose_conv_algorithm(const Context& ctx, const ConvDescriptors& d, ConvDire
           [](cudnnConvolutionBwdFilterAlgo_t a) {  // FFT, then WINOGRAD, WINOGRAD_NONFUSED, FFT_TILING
             return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a >= CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD;
           },
-          ctx.workspace_bytes, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", label);
+          ctx.workspace_bytes, tensor_ops, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", label);
   }
   return -1;
 }

@@ -33,7 +33,9 @@ enum class ConvDirection { Forward, BackwardData, BackwardFilter };
 // plan is built) that is deterministic, so training is bitwise reproducible; computes with FMAs:
 // no tensor-op math (TF32) and no FFT or Winograd, whose transforms round differently from the
 // CPU's direct sums; and needs at most ctx.workspace_bytes. -1 when none qualifies. The result is
-// a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t as `dir` says.
-int choose_conv_algorithm(const Context& ctx, const ConvDescriptors& d, ConvDirection dir, const std::string& label);
+// a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t as `dir` says. `tensor_ops` admits tensor-op math
+// (for bfloat16 and float16 data: exact products, float32 sums), never its down-conversion.
+int choose_conv_algorithm(const Context& ctx, const ConvDescriptors& d, ConvDirection dir, const std::string& label,
+                          bool tensor_ops = false);
 
 }  // namespace tandem::backend::cuda

@@ -1,9 +1,12 @@
 // Launchers shared by the elementwise CUDA kernels: one input, two same-shaped inputs, and two
 // inputs with NumPy broadcasting. Each returns the kernel that applies `f` per element; `f` is a
-// functor whose operator() is __device__ (usually one TANDEM_HD function the CPU kernel calls too).
+// functor whose operator() is __device__ (usually one TANDEM_HD function the CPU kernel calls too),
+// templated on its argument type: it runs in T's compute type (float for __nv_bfloat16 and __half,
+// rounded once at the store; low_precision.cuh).
 #pragma once
 
 #include "backend/cuda/kernel_util.cuh"
+#include "backend/cuda/low_precision.cuh"
 #include "backend/strided.h"
 
 namespace tandem::backend::cuda {
@@ -28,18 +31,18 @@ struct DeviceBroadcast {
 
 template <class T, class R, class F>
 __global__ void map1_kernel(R* y, const T* x, int64_t n, F f) {
-  TANDEM_CUDA_LOOP(i, n) y[i] = f(x[i]);
+  TANDEM_CUDA_LOOP(i, n) y[i] = apply_rounded<R>(f, x[i]);
 }
 template <class T, class R, class F>
 __global__ void map2_kernel(R* y, const T* a, const T* b, int64_t n, F f) {
-  TANDEM_CUDA_LOOP(i, n) y[i] = f(a[i], b[i]);
+  TANDEM_CUDA_LOOP(i, n) y[i] = apply_rounded<R>(f, a[i], b[i]);
 }
 template <class T, class R, class F>
 __global__ void broadcast2_kernel(R* y, const T* a, const T* b, int64_t n, DeviceBroadcast plan, F f) {
   TANDEM_CUDA_LOOP(i, n) {
     int64_t ia, ib;
     plan.offsets(i, ia, ib);
-    y[i] = f(a[ia], b[ib]);
+    y[i] = apply_rounded<R>(f, a[ia], b[ib]);
   }
 }
 

@@ -42,7 +42,8 @@ struct Gemm::Plan {
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   bool f64 = false;
-  double alpha64 = 1, beta64 = 0;  // the scale type follows the data: double for F64, float for F32
+  DType dtype = DType::F32;
+  double alpha64 = 1, beta64 = 0;  // the scale type: double for F64, float for F32 and the 16-bit types
   float alpha32 = 1, beta32 = 0;
   std::size_t zero_pitch = 0, zero_width = 0, zero_rows = 0;  // Kind::Zero: C's items as rows of bytes
 
@@ -117,7 +118,7 @@ struct Gemm::Plan {
         algo = results[i].algo;
         return;
       }
-    throw Error(label + ": cuBLASLt has no algorithm for a " + (f64 ? "float64" : "float32") + " GEMM of (" + std::to_string(s.m) +
+    throw Error(label + ": cuBLASLt has no algorithm for a " + dtype_name(dtype) + " GEMM of (" + std::to_string(s.m) +
                 ", " + std::to_string(s.k) + ")·(" + std::to_string(s.k) + ", " + std::to_string(s.n) + ") x " +
                 std::to_string(s.batch) + " within a workspace of " + std::to_string(workspace_bytes) + " bytes");
   }
@@ -130,7 +131,17 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
   p.stream = ctx.stream;
   p.a = a, p.b = b, p.c = c;
   p.f64 = dtype == DType::F64;
-  if (!p.f64 && dtype != DType::F32) throw Error(label + ": GEMM on CUDA supports float32 and float64, got " + dtype_name(dtype));
+  p.dtype = dtype;
+  // bfloat16 and float16 operands multiply on the tensor cores and accumulate in float32
+  // (CUBLAS_COMPUTE_32F), C rounded once; float32 computes in FP32 (no TF32), float64 in FP64.
+  cudaDataType_t type = CUDA_R_32F;
+  switch (dtype) {
+    case DType::F32: type = CUDA_R_32F; break;
+    case DType::F64: type = CUDA_R_64F; break;
+    case DType::BF16: type = CUDA_R_16BF; break;
+    case DType::F16: type = CUDA_R_16F; break;
+    default: throw Error(label + ": GEMM on CUDA supports float32, float64, bfloat16 and float16, got " + dtype_name(dtype));
+  }
   if (s.batch > INT32_MAX) throw Error(label + ": a batch of " + std::to_string(s.batch) + " GEMMs is more than cuBLASLt takes");
   const std::size_t elem = dtype_size(dtype);
   plan_ = plan;
@@ -153,8 +164,8 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
   p.workspace_bytes = ctx.workspace_bytes;
   p.beta64 = s.beta;
   p.beta32 = static_cast<float>(s.beta);
-  const cudaDataType_t type = p.f64 ? CUDA_R_64F : CUDA_R_32F;
-  check_blas(cublasLtMatmulDescCreate(&p.op, p.f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, type), "cublasLtMatmulDescCreate", label);
+  check_blas(cublasLtMatmulDescCreate(&p.op, p.f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, p.f64 ? CUDA_R_64F : CUDA_R_32F),
+             "cublasLtMatmulDescCreate", label);
   p.set_op(CUBLASLT_MATMUL_DESC_TRANSA, s.transpose_b);
   p.set_op(CUBLASLT_MATMUL_DESC_TRANSB, s.transpose_a);
   // Stored shapes, column-major: B is (n, k) or, transposed, (k, n); A is (k, m) or (m, k); C is (n, m).

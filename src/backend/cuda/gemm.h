@@ -27,7 +27,8 @@ struct GemmShape {
 class Gemm {
  public:
   // Plans the product of these operands (cuBLASLt's choice depends on their alignment) within the
-  // device's shared workspace. F32 computes in FP32 (no TF32), F64 in FP64. Throws naming `label`
+  // device's shared workspace. F32 computes in FP32 (no TF32), F64 in FP64, BF16 and F16 on the
+  // tensor cores with FP32 accumulation and one rounding of C. Throws naming `label`
   // when cuBLASLt offers no algorithm.
   Gemm(const Context& ctx, DType dtype, const GemmShape& shape, const void* a, const void* b, void* c, const std::string& label);
   void run() const;  // enqueues on ctx.stream; throws naming the label if cuBLASLt refuses

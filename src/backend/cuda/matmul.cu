@@ -47,7 +47,10 @@ template <class T> KernelFn make_bias_add(const KernelInit& k) { return broadcas
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("matmul", make_matmul);
+REGISTER_CUDA_16BIT_KERNEL("matmul", make_matmul);
 REGISTER_CUDA_FLOAT_KERNEL("bias_add", make_bias_add);
+REGISTER_CUDA_16BIT_KERNEL("bias_add", make_bias_add);
 REGISTER_CUDA_FLOAT_KERNEL("fused_matmul", make_fused_matmul);
+REGISTER_CUDA_16BIT_KERNEL("fused_matmul", make_fused_matmul);
 
 }  // namespace tandem::backend::cuda
