@@ -481,3 +481,72 @@ TEST_CASE("cuda: integer_lookup (IntegerLookup, forwards with OOV buckets and a 
     CHECK(std::equal(cpu.values<int64_t>().begin(), cpu.values<int64_t>().end(), gpu.values<int64_t>().begin()));
   }
 }
+
+namespace {
+// Runs `outputs` of a graph of 16-bit placeholders on `device` from the same inputs' bits; the
+// outputs come back as float.
+std::vector<std::vector<float>> run_16bit(tandem::graph::Graph& g, const std::vector<std::pair<std::string, std::vector<uint16_t>>>& inputs,
+                                          const std::vector<tandem::graph::Value>& outputs, const std::string& device) {
+  const auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, outputs));
+  tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device(device)},
+                                  [](int, int) -> void* { return nullptr; });
+  for (const auto& [name, bits] : inputs)
+    if (void* p = exe.feed(0, name)) exe.device(0).copy_in(p, bits.data(), bits.size() * sizeof(uint16_t));
+  exe.run();
+  std::vector<std::vector<float>> got;
+  for (std::size_t f = 0; f < outputs.size(); ++f) {
+    const tandem::TensorType t = g.type(outputs[f]);
+    std::vector<uint16_t> bits(static_cast<std::size_t>(t.shape.num_elements()));
+    exe.copy_fetch(0, static_cast<int>(f), bits.data(), bits.size() * sizeof(uint16_t));
+    std::vector<float> values(bits.size());
+    for (std::size_t i = 0; i < bits.size(); ++i)
+      values[i] = t.dtype == DType::BF16 ? static_cast<float>(tandem::bfloat16::from_bits(bits[i]))
+                                         : static_cast<float>(tandem::float16::from_bits(bits[i]));
+    got.push_back(std::move(values));
+  }
+  return got;
+}
+}  // namespace
+
+// Both devices sum exact products in float32, in different orders, and round to the 16-bit type
+// (the GPU's fused epilogues once more than the CPU's), so each output agrees within a few units of
+// the type's rounding relative to the output's scale: 4u, u = 2⁻⁸ for bfloat16 and 2⁻¹¹ for float16.
+TEST_CASE("cuda: bfloat16 and float16 matmul, fused_matmul, batch_matmul, conv2d with both gradients and the elementwise kernels agree with the CPU's") {
+  if (skip_without_gpu()) return;
+  namespace ops = tandem::ops;
+  for (const DType dtype : {DType::BF16, DType::F16}) {
+    INFO(tandem::dtype_name(dtype));
+    tandem::graph::Graph g;
+    std::mt19937 rng(21);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<std::pair<std::string, std::vector<uint16_t>>> inputs;
+    const auto input = [&](const tandem::Shape& s) {
+      const std::string name = "in" + std::to_string(inputs.size());
+      std::vector<uint16_t> bits(static_cast<std::size_t>(s.num_elements()));
+      for (uint16_t& b : bits) b = dtype == DType::BF16 ? tandem::bfloat16(u(rng)).bits : tandem::float16(u(rng)).bits;
+      inputs.push_back({name, std::move(bits)});
+      return g.placeholder(name, {s, dtype});
+    };
+    const auto a = input({64, 96}), w = input({96, 48}), bias = input({48}), qa = input({4, 32, 40}), qb = input({4, 40, 24});
+    const auto x = input({3, 10, 10, 8}), k = input({3, 3, 8, 12}), dy = input({3, 10, 10, 12});
+    const tandem::ops::Pair one{1, 1};
+    const std::vector<tandem::graph::Value> outputs{
+        ops::matmul(g, a, w),
+        g.add("fused_matmul", {a, w, bias}, {{"transpose_a", false}, {"transpose_b", false}, {"activation", std::string("relu")}}),
+        ops::batch_matmul(g, qa, qb, false, false),
+        ops::conv2d(g, x, k, one, one, "same"),
+        ops::conv2d_backprop_input(g, dy, k, {3, 10, 10, 8}, one, one, "same"),
+        ops::conv2d_backprop_filter(g, x, dy, {3, 3, 8, 12}, one, one, "same"),
+        ops::sigmoid(g, ops::add(g, ops::mul(g, a, a), a)),
+        ops::bias_add(g, ops::relu(g, a), input({96}))};
+    const auto cpu = run_16bit(g, inputs, outputs, "cpu:0"), gpu = run_16bit(g, inputs, outputs, "gpu:0");
+    const double unit = dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
+    for (std::size_t f = 0; f < outputs.size(); ++f) {
+      double worst = 0, scale = 1e-8;
+      for (std::size_t i = 0; i < cpu[f].size(); ++i)
+        worst = std::max(worst, double(std::abs(gpu[f][i] - cpu[f][i]))), scale = std::max(scale, double(std::abs(cpu[f][i])));
+      INFO("output " << f << ": max difference " << worst << ", max |value| " << scale);
+      CHECK(worst <= 4 * unit * scale);
+    }
+  }
+}

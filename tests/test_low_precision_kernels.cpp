@@ -373,3 +373,144 @@ TEST_CASE("low precision: bfloat16 conv2d and both its gradients within bf16's b
 TEST_CASE("low precision: float16 conv2d and both its gradients within float16's bound of float64 sums") {
   conv_kernels<Eigen::half>();
 }
+
+// --- Elementwise kernels: float32 inside, one rounding ---
+//
+// From exact 16-bit inputs a kernel's float32 value is within a few float32 ulps of the exact one,
+// so its output is within u·|ref| + 32·2⁻²⁴·(|ref| + |inputs|): the rounding to the output type
+// (2⁻⁸ or 2⁻¹¹ relative) and a margin for the float32 evaluation thousands of times smaller.
+
+namespace {
+
+double phi(double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))); }     // the normal CDF
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+struct UnaryCase {
+  const char* op;
+  double (*f)(double);
+  tandem::graph::Attrs attrs;
+};
+struct BinaryCase {  // (dy, v) -> dx, v the forward's output or input as the op takes it
+  const char* op;
+  double (*f)(double dy, double v);
+  tandem::graph::Attrs attrs;
+  bool v_is_output_of = false;  // v is sigmoid(x) or tanh(x): fed in (0, 1) or (-1, 1)
+};
+
+template <class T>
+double elementwise_bound(double ref, double inputs) {
+  return unit_roundoff<T>() * std::fabs(ref) + 32 * 0x1p-24 * (std::fabs(ref) + inputs) + 1e-30;
+}
+
+template <class T>
+void elementwise_kernels() {
+  const int64_t n = 3000;
+  const Shape s{30, 100};
+  double worst = 0;
+  unsigned seed = 501;
+  const auto x = random_low<T>(size_t(n), seed++, 4.0), dy = random_low<T>(size_t(n), seed++), unit = random_low<T>(size_t(n), seed++);
+  const UnaryCase unary[] = {
+      {"relu", [](double v) { return v < 0 ? 0.0 : v; }, {}},
+      {"sigmoid", sigmoid, {}},
+      {"tanh", [](double v) { return std::tanh(v); }, {}},
+      {"gelu", [](double v) { return v * phi(v); }, {{"approximate", false}}},
+      {"gelu", [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }, {{"approximate", true}}},
+      {"silu", [](double v) { return v * sigmoid(v); }, {}},
+      {"elu", [](double v) { return v > 0 ? v : std::expm1(v); }, {{"alpha", 1.0}}},
+      {"softplus", [](double v) { return std::log1p(std::exp(v)); }, {}},
+      {"mish", [](double v) { return v * std::tanh(std::log1p(std::exp(v))); }, {}},
+  };
+  for (const UnaryCase& u : unary) {
+    CAPTURE(u.op);
+    const auto y1 = run_kernel<T>(u.op, u.attrs, {s}, {&x}, s, 1), y4 = run_kernel<T>(u.op, u.attrs, {s}, {&x}, s, 4);
+    WorstRatio w;
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = u.f(wide(x[size_t(i)]));
+      w.see(wide(y1[size_t(i)]), ref, elementwise_bound<T>(ref, std::fabs(wide(x[size_t(i)]))), std::string(u.op) + "[" + std::to_string(i) + "]");
+    }
+    worst = std::max(worst, w.ratio);
+    CHECK_MESSAGE(same_bits(y1, y4), u.op << ": 1 and 4 threads differ");
+  }
+  const BinaryCase grads[] = {
+      {"relu_grad", [](double d, double y) { return y <= 0 ? 0.0 : d; }, {}},
+      {"sigmoid_grad", [](double d, double y) { return d * y * (1 - y); }, {}, true},
+      {"tanh_grad", [](double d, double y) { return d * (1 - y * y); }, {}, true},
+      {"gelu_grad", [](double d, double v) { return d * (phi(v) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI)); }, {{"approximate", false}}},
+      {"silu_grad", [](double d, double v) { return d * sigmoid(v) * (1 + v * (1 - sigmoid(v))); }, {}},
+  };
+  for (const BinaryCase& g : grads) {
+    CAPTURE(g.op);
+    const std::vector<T>& v = g.v_is_output_of ? unit : x;
+    const auto y1 = run_kernel<T>(g.op, g.attrs, {s, s}, {&dy, &v}, s, 1), y4 = run_kernel<T>(g.op, g.attrs, {s, s}, {&dy, &v}, s, 4);
+    WorstRatio w;
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = g.f(wide(dy[size_t(i)]), wide(v[size_t(i)]));
+      w.see(wide(y1[size_t(i)]), ref, elementwise_bound<T>(ref, std::fabs(wide(dy[size_t(i)])) * (1 + std::fabs(wide(v[size_t(i)])))),
+            std::string(g.op) + "[" + std::to_string(i) + "]");
+    }
+    worst = std::max(worst, w.ratio);
+    CHECK_MESSAGE(same_bits(y1, y4), g.op << ": 1 and 4 threads differ");
+  }
+  // add, sub, mul, div: same shapes and a broadcast row; bias_add.
+  const auto b = random_low<T>(size_t(n), seed++, 2.0), row = random_low<T>(size_t(s[1]), seed++, 2.0);
+  const std::pair<const char*, double (*)(double, double)> binary[] = {{"add", [](double p, double q) { return p + q; }},
+                                                                       {"sub", [](double p, double q) { return p - q; }},
+                                                                       {"mul", [](double p, double q) { return p * q; }},
+                                                                       {"div", [](double p, double q) { return p / q; }},
+                                                                       {"bias_add", [](double p, double q) { return p + q; }}};
+  for (const auto& [op, f] : binary)
+    for (bool broadcast : {false, true}) {
+      if (std::string(op) == "bias_add" && !broadcast) continue;
+      CAPTURE(op);
+      CAPTURE(broadcast);
+      const std::vector<T>& rhs = broadcast ? row : b;
+      const Shape rs = broadcast ? Shape{s[1]} : s;
+      const auto y1 = run_kernel<T>(op, {}, {s, rs}, {&x, &rhs}, s, 1), y4 = run_kernel<T>(op, {}, {s, rs}, {&x, &rhs}, s, 4);
+      WorstRatio w;
+      for (int64_t i = 0; i < n; ++i) {
+        const double p = wide(x[size_t(i)]), q = wide(rhs[size_t(broadcast ? i % s[1] : i)]), ref = f(p, q);
+        w.see(wide(y1[size_t(i)]), ref, elementwise_bound<T>(ref, std::fabs(p) + std::fabs(q)), std::string(op) + "[" + std::to_string(i) + "]");
+      }
+      worst = std::max(worst, w.ratio);
+      CHECK_MESSAGE(same_bits(y1, y4), op << ": 1 and 4 threads differ");
+    }
+  // activation_bias_grad: dx as sigmoid_grad / tanh_grad / relu_grad, and dbias the column sums of
+  // dx as stored, in float32: each stored dx is within u of its exact value, the sum of `rows`
+  // of them within rows·2⁻²⁴ of theirs, and the result rounds once.
+  for (const char* act : {"relu", "sigmoid", "tanh"}) {
+    CAPTURE(act);
+    const std::vector<T>& v = std::string(act) == "relu" ? x : unit;
+    std::vector<T> dbias1, dbias4;
+    const tandem::graph::Attrs attrs{{"activation", std::string(act)}};
+    const auto dx1 = run_kernel<T>("activation_bias_grad", attrs, {s, s}, {&dy, &v}, s, 1, &dbias1, Shape{s[1]});
+    const auto dx4 = run_kernel<T>("activation_bias_grad", attrs, {s, s}, {&dy, &v}, s, 4, &dbias4, Shape{s[1]});
+    const Activation a = tandem::backend::parse_activation(act);
+    WorstRatio w;
+    for (int64_t c = 0; c < s[1]; ++c) {
+      double sum = 0, magnitude = 0;
+      for (int64_t r = 0; r < s[0]; ++r) {
+        const double d = wide(dy[size_t(r * s[1] + c)]), y = wide(v[size_t(r * s[1] + c)]);
+        const double ref = a == Activation::Relu ? (y <= 0 ? 0.0 : d) : a == Activation::Sigmoid ? d * y * (1 - y) : d * (1 - y * y);
+        w.see(wide(dx1[size_t(r * s[1] + c)]), ref, elementwise_bound<T>(ref, std::fabs(d)), "dx");
+        sum += ref;
+        magnitude += std::fabs(ref);
+      }
+      const double u = unit_roundoff<T>();
+      w.see(wide(dbias1[size_t(c)]), sum, u * std::fabs(sum) + (1 + u) * (u + (s[0] + 34) * 0x1p-24) * magnitude + 1e-30, "dbias");
+    }
+    worst = std::max(worst, w.ratio);
+    // The column sums split rows by thread, as reduce_sum's do for float32: compare dx only.
+    CHECK_MESSAGE(same_bits(dx1, dx4), act << ": 1 and 4 threads differ");
+  }
+  MESSAGE(std::string(type_name<T>()) << " elementwise kernels: largest |err| / bound " << worst);
+}
+
+}  // namespace
+
+TEST_CASE("low precision: bfloat16 elementwise kernels (activations, their gradients, add/sub/mul/div, bias_add, activation_bias_grad) round once from float32") {
+  elementwise_kernels<Eigen::bfloat16>();
+}
+
+TEST_CASE("low precision: float16 elementwise kernels round once from float32") {
+  elementwise_kernels<Eigen::half>();
+}
