@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/float16.h"
 #include "io/atomic_file.h"
 #include "tandem/errors.h"
 
@@ -65,12 +66,39 @@ class Handle {
   herr_t (*close_)(hid_t);
 };
 
+// HDF5 1.10 predefines no 16-bit float. float16 is built the way h5py builds it (IEEE binary16,
+// which NumPy and Keras read back as float16). bfloat16 is stored as Keras stores it: 2-byte opaque
+// values with the attribute dtype = "bfloat16" (h5py has no bfloat16; Keras reads the bytes back
+// with ml_dtypes). Made once; never closed.
+hid_t float16_type() {
+  static const hid_t t = [] {
+    const hid_t f = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(f, 15, 10, 5, 0, 10);
+    H5Tset_size(f, 2);
+    H5Tset_ebias(f, 15);
+    H5Tlock(f);
+    return f;
+  }();
+  return t;
+}
+hid_t bfloat16_type() {
+  static const hid_t t = [] {
+    const hid_t o = H5Tcreate(H5T_OPAQUE, 2);
+    H5Tlock(o);
+    return o;
+  }();
+  return t;
+}
+constexpr const char* kDtypeAttribute = "dtype";
+
 hid_t file_type(DType t) {
   switch (t) {
     case DType::F32: return H5T_IEEE_F32LE;
     case DType::F64: return H5T_IEEE_F64LE;
     case DType::I32: return H5T_STD_I32LE;
     case DType::I64: return H5T_STD_I64LE;
+    case DType::BF16: return bfloat16_type();
+    case DType::F16: return float16_type();
   }
   return H5T_IEEE_F32LE;
 }
@@ -81,6 +109,8 @@ hid_t memory_type(DType t) {
     case DType::F64: return H5T_NATIVE_DOUBLE;
     case DType::I32: return H5T_NATIVE_INT32;
     case DType::I64: return H5T_NATIVE_INT64;
+    case DType::BF16: return bfloat16_type();  // x86 and ARM are little-endian, as the file types
+    case DType::F16: return float16_type();
   }
   return H5T_NATIVE_FLOAT;
 }
@@ -102,6 +132,10 @@ std::pair<std::string, std::optional<DType>> describe_type(hid_t type) {
   if (cls == H5T_FLOAT) {
     if (size == 4) return {"float32", DType::F32};
     if (size == 8) return {"float64", DType::F64};
+    std::size_t exponent_bits = 0, mantissa_bits = 0;
+    if (size == 2 && H5Tget_fields(type, nullptr, nullptr, &exponent_bits, nullptr, &mantissa_bits) >= 0 && exponent_bits == 5 &&
+        mantissa_bits == 10)
+      return {"float16", DType::F16};
     return {"float" + bits, std::nullopt};
   }
   if (cls == H5T_INTEGER) {
@@ -121,6 +155,19 @@ std::pair<std::string, std::optional<DType>> describe_type(hid_t type) {
     case H5T_BITFIELD: return {"bitfield", std::nullopt};
     default: return {"unknown type", std::nullopt};
   }
+}
+
+// Reads n values of a dataset holding `stored` into `out` of `dtype`. HDF5 converts between the
+// numeric types but for two cases that Tandem converts itself: bfloat16 (opaque to HDF5) and
+// narrowing into float16 (HDF5 rounds ties away from zero; Tandem, as NumPy, to even).
+bool read_values(hid_t ds, hid_t memory, hid_t file, std::optional<DType> stored, DType dtype, void* out, std::size_t n) {
+  auto read = [&](hid_t type, void* to) { return H5Dread(ds, type, memory, file, H5P_DEFAULT, to) >= 0; };
+  if (stored == dtype || (dtype != DType::BF16 && dtype != DType::F16 && stored != DType::BF16)) return read(memory_type(dtype), out);
+  const DType from = stored == DType::BF16 ? DType::BF16 : DType::F64;
+  std::vector<std::byte> staged(n * dtype_size(from));
+  if (!read(memory_type(from), staged.data())) return false;
+  convert_values(staged.data(), from, out, dtype, n);
+  return true;
 }
 
 }  // namespace
@@ -265,6 +312,7 @@ void H5File::write_dataset(const std::string& path, const Tensor& value) {
   if (!ds.ok()) fail(path_, path, "cannot create the dataset");
   if (value.size() > 0 && H5Dwrite(ds.get(), memory_type(value.dtype()), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.raw()) < 0)
     fail(path_, path, "cannot write the dataset");
+  if (value.dtype() == DType::BF16) write_string_attribute(path, kDtypeAttribute, "bfloat16");
 }
 
 void H5File::write_string_attribute(const std::string& object, const std::string& name, const std::string& value) {
@@ -357,6 +405,8 @@ DatasetInfo H5File::dataset_info(const std::string& path) const {
   Handle type(H5Dget_type(ds.get()), H5Tclose);
   if (!type.ok()) fail(path_, path, "cannot read the dataset's type");
   std::tie(info.type_name, info.dtype) = describe_type(type.get());
+  if (info.type_name == "opaque" && H5Tget_size(type.get()) == 2 && read_string_attribute(path, kDtypeAttribute) == "bfloat16")
+    info.type_name = "bfloat16", info.dtype = DType::BF16;
   return info;
 }
 
@@ -370,7 +420,7 @@ void H5File::read_dataset_into(const std::string& path, Tensor& out) const {
   quiet();
   Handle ds(H5Dopen2(id_, path.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.ok()) fail(path_, path, "cannot open the dataset");
-  if (H5Dread(ds.get(), memory_type(out.dtype()), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.raw()) < 0)
+  if (!read_values(ds.get(), H5S_ALL, H5S_ALL, info.dtype, out.dtype(), out.raw(), static_cast<std::size_t>(out.size())))
     fail(path_, path, "cannot read the dataset's values");
 }
 
@@ -392,7 +442,13 @@ void H5File::read_rows_into(const std::string& path, int64_t first, int64_t coun
   Handle memory(H5Screate_simple(rank, size.data(), nullptr), H5Sclose);
   if (!memory.ok() || H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr) < 0)
     fail(path_, path, "cannot select rows " + std::to_string(first) + " to " + std::to_string(first + count));
-  if (H5Dread(ds.get(), memory_type(dtype), memory.get(), space.get(), H5P_DEFAULT, out) < 0)
+  std::size_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= static_cast<std::size_t>(size[static_cast<std::size_t>(i)]);
+  // The stored type matters only for the conversions Tandem makes itself (see read_values).
+  std::optional<DType> stored;
+  if (dtype == DType::BF16 || dtype == DType::F16 || H5Tget_class(Handle(H5Dget_type(ds.get()), H5Tclose).get()) == H5T_OPAQUE)
+    stored = dataset_info(path).dtype;
+  if (!read_values(ds.get(), memory.get(), space.get(), stored, dtype, out, n))
     fail(path_, path, "cannot read rows " + std::to_string(first) + " to " + std::to_string(first + count));
 }
 

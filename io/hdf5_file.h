@@ -1,4 +1,4 @@
-// A small RAII wrapper over the HDF5 C library: files, groups, datasets of the four tensor dtypes
+// A small RAII wrapper over the HDF5 C library: files, groups, datasets of the tensor dtypes
 // and string attributes. No HDF5 type appears here; every failure becomes a tandem::Error that
 // names the file and the object path ("w.weights.h5: /layers/dense/vars/0: cannot read ...").
 #pragma once
@@ -15,7 +15,7 @@ namespace tandem::io {
 // What a dataset holds, read from its header without reading its data.
 struct DatasetInfo {
   std::vector<int64_t> dims;   // empty for a scalar
-  std::optional<DType> dtype;  // empty when the type is none of float32/64, int32/64
+  std::optional<DType> dtype;  // empty when the type is none of float32/64, int32/64, bfloat16, float16
   std::string type_name;       // "float32", "int64", "uint8", "float16", "string", ...
   std::string shape_str() const;  // Python style: "()", "(10,)", "(256, 10)"
 };
@@ -55,7 +55,7 @@ class H5File {
   // Reads a dataset of a supported dtype into a new tensor of its own shape and dtype.
   Tensor read_dataset(const std::string& path) const;
   // Reads into `out`, whose shape must equal the dataset's; converts between numeric types (the
-  // four tensor dtypes, and uint8).
+  // tensor dtypes, and uint8).
   void read_dataset_into(const std::string& path, Tensor& out) const;
   // Reads rows [first, first + count) of a dataset (along its first dimension) into `out`, which
   // holds count rows of `dtype`, converting as read_dataset_into does: a hyperslab, so only those

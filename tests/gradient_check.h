@@ -184,7 +184,9 @@ class GradCheck {
         case DType::F64: reinterpret_cast<double*>(bytes.data())[i] = in.x[i]; break;
         case DType::I64: reinterpret_cast<int64_t*>(bytes.data())[i] = static_cast<int64_t>(in.x[i]); break;
         case DType::I32: reinterpret_cast<int32_t*>(bytes.data())[i] = static_cast<int32_t>(in.x[i]); break;
-        case DType::F32: FAIL("float32 inputs are not checked here"); break;
+        case DType::F32:
+        case DType::BF16:
+        case DType::F16: FAIL(tandem::dtype_name(in.dtype) << " inputs are not checked here (finite differences need float64)"); break;
       }
     }
     exe.device(0).copy_in(p, bytes.data(), bytes.size());

@@ -115,6 +115,8 @@ class OpGraph {
           case DType::F32: static_cast<float*>(p)[i] = static_cast<float>(in.x[i]); break;
           case DType::I64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(in.x[i]); break;
           case DType::I32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(in.x[i]); break;
+          case DType::BF16: static_cast<tandem::bfloat16*>(p)[i] = tandem::bfloat16(in.x[i]); break;
+          case DType::F16: static_cast<tandem::float16*>(p)[i] = tandem::float16(in.x[i]); break;
         }
       }
     }
@@ -131,6 +133,8 @@ class OpGraph {
         case DType::F32: out[i] = static_cast<const float*>(p)[i]; break;
         case DType::I64: out[i] = static_cast<double>(static_cast<const int64_t*>(p)[i]); break;
         case DType::I32: out[i] = static_cast<const int32_t*>(p)[i]; break;
+        case DType::BF16: out[i] = static_cast<float>(static_cast<const tandem::bfloat16*>(p)[i]); break;
+        case DType::F16: out[i] = static_cast<float>(static_cast<const tandem::float16*>(p)[i]); break;
       }
     }
     return out;

@@ -7,14 +7,52 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tandem {
 
-enum class DType { F32, F64, I32, I64 };
+// Stored as integers (graph attributes, saved plans): new dtypes are appended, never inserted.
+enum class DType { F32, F64, I32, I64, BF16, F16 };
 
 std::size_t dtype_size(DType t);
-const char* dtype_name(DType t);
+const char* dtype_name(DType t);  // Keras's names: "float32", ..., "bfloat16", "float16"
+
+// The 16-bit floats a tensor can hold, as their bits (sign, exponent, mantissa; little-endian in
+// memory like every dtype). bfloat16 is float32's upper half (8 exponent bits, 7 mantissa bits);
+// float16 is IEEE 754 binary16 (5 and 10). Converting from float or double rounds once to the
+// nearest value, ties to even; NaN stays NaN; float16 overflows to infinity past 65504 (values of
+// 65520 and more). Converting to float is exact.
+struct bfloat16 {
+  uint16_t bits = 0;
+  bfloat16() = default;
+  explicit bfloat16(float x);
+  explicit bfloat16(double x);
+  template <class I>
+    requires std::is_integral_v<I>
+  explicit bfloat16(I x) : bfloat16(static_cast<double>(x)) {}
+  explicit operator float() const;
+  static constexpr bfloat16 from_bits(uint16_t b) {
+    bfloat16 v;
+    v.bits = b;
+    return v;
+  }
+};
+struct float16 {
+  uint16_t bits = 0;
+  float16() = default;
+  explicit float16(float x);
+  explicit float16(double x);
+  template <class I>
+    requires std::is_integral_v<I>
+  explicit float16(I x) : float16(static_cast<double>(x)) {}
+  explicit operator float() const;
+  static constexpr float16 from_bits(uint16_t b) {
+    float16 v;
+    v.bits = b;
+    return v;
+  }
+};
 
 // Dimensions of a tensor. -1 stands for the batch dimension before a batch size is chosen
 // (printed as "None", like Keras).
@@ -60,6 +98,8 @@ class Tensor {
   static Tensor from(Shape shape, std::span<const double> values);
   static Tensor from(Shape shape, std::span<const int32_t> values);
   static Tensor from(Shape shape, std::span<const int64_t> values);
+  static Tensor from(Shape shape, std::span<const bfloat16> values);
+  static Tensor from(Shape shape, std::span<const float16> values);
 
   const Shape& shape() const { return type_.shape; }
   DType dtype() const { return type_.dtype; }
@@ -75,8 +115,10 @@ class Tensor {
   template <class T> std::span<T> values() { return {data<T>(), static_cast<std::size_t>(size())}; }
   template <class T> std::span<const T> values() const { return {data<T>(), static_cast<std::size_t>(size())}; }
 
-  double item(int64_t flat_index) const;  // any dtype, as double
+  double item(int64_t flat_index) const;  // any dtype, as double (exact but for int64 beyond 2^53)
   Tensor clone() const;
+  // Converts each value. To a float dtype: rounds once to nearest, ties to even (float64 to a
+  // 16-bit float is not rounded through float32). To an integer: truncates toward zero.
   Tensor cast(DType to) const;
   Tensor reshape(Shape shape) const;           // shares storage
   Tensor rows(int64_t begin, int64_t end) const;  // copy of rows [begin, end) of dim 0
@@ -91,5 +133,7 @@ template <> constexpr DType dtype_of<float>() { return DType::F32; }
 template <> constexpr DType dtype_of<double>() { return DType::F64; }
 template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
+template <> constexpr DType dtype_of<bfloat16>() { return DType::BF16; }
+template <> constexpr DType dtype_of<float16>() { return DType::F16; }
 
 }  // namespace tandem

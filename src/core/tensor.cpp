@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/float16.h"
 #include "tandem/errors.h"
 
 namespace tandem {
@@ -12,6 +13,8 @@ std::size_t dtype_size(DType t) {
     case DType::F64: return 8;
     case DType::I32: return 4;
     case DType::I64: return 8;
+    case DType::BF16: return 2;
+    case DType::F16: return 2;
   }
   return 0;
 }
@@ -22,6 +25,8 @@ const char* dtype_name(DType t) {
     case DType::F64: return "float64";
     case DType::I32: return "int32";
     case DType::I64: return "int64";
+    case DType::BF16: return "bfloat16";
+    case DType::F16: return "float16";
   }
   return "?";
 }
@@ -86,16 +91,14 @@ Tensor make_from(Shape shape, std::span<const T> values) {
   return t;
 }
 
-template <class To>
-void cast_into(const Tensor& from, To* out) {
-  for (int64_t i = 0; i < from.size(); ++i) out[i] = static_cast<To>(from.item(i));
-}
 }  // namespace
 
 Tensor Tensor::from(Shape s, std::span<const float> v) { return make_from(std::move(s), v); }
 Tensor Tensor::from(Shape s, std::span<const double> v) { return make_from(std::move(s), v); }
 Tensor Tensor::from(Shape s, std::span<const int32_t> v) { return make_from(std::move(s), v); }
 Tensor Tensor::from(Shape s, std::span<const int64_t> v) { return make_from(std::move(s), v); }
+Tensor Tensor::from(Shape s, std::span<const bfloat16> v) { return make_from(std::move(s), v); }
+Tensor Tensor::from(Shape s, std::span<const float16> v) { return make_from(std::move(s), v); }
 
 template <class T>
 T* Tensor::data() {
@@ -112,10 +115,14 @@ template float* Tensor::data<float>();
 template double* Tensor::data<double>();
 template int32_t* Tensor::data<int32_t>();
 template int64_t* Tensor::data<int64_t>();
+template bfloat16* Tensor::data<bfloat16>();
+template float16* Tensor::data<float16>();
 template const float* Tensor::data<float>() const;
 template const double* Tensor::data<double>() const;
 template const int32_t* Tensor::data<int32_t>() const;
 template const int64_t* Tensor::data<int64_t>() const;
+template const bfloat16* Tensor::data<bfloat16>() const;
+template const float16* Tensor::data<float16>() const;
 
 double Tensor::item(int64_t i) const {
   if (i < 0 || i >= size())
@@ -125,6 +132,8 @@ double Tensor::item(int64_t i) const {
     case DType::F64: return static_cast<const double*>(raw())[i];
     case DType::I32: return static_cast<const int32_t*>(raw())[i];
     case DType::I64: return static_cast<double>(static_cast<const int64_t*>(raw())[i]);
+    case DType::BF16: return static_cast<float>(static_cast<const bfloat16*>(raw())[i]);
+    case DType::F16: return static_cast<float>(static_cast<const float16*>(raw())[i]);
   }
   return 0;
 }
@@ -138,12 +147,7 @@ Tensor Tensor::clone() const {
 Tensor Tensor::cast(DType to) const {
   if (to == dtype()) return clone();
   Tensor t(shape(), to);
-  switch (to) {
-    case DType::F32: cast_into(*this, t.data<float>()); break;
-    case DType::F64: cast_into(*this, t.data<double>()); break;
-    case DType::I32: cast_into(*this, t.data<int32_t>()); break;
-    case DType::I64: cast_into(*this, t.data<int64_t>()); break;
-  }
+  convert_values(raw(), dtype(), t.raw(), to, static_cast<std::size_t>(size()));
   return t;
 }
 

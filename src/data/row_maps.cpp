@@ -13,6 +13,8 @@ double read(const std::byte* p, DType t) {
     case DType::F64: { double v; std::memcpy(&v, p, sizeof v); return v; }
     case DType::I32: { int32_t v; std::memcpy(&v, p, sizeof v); return v; }
     case DType::I64: { int64_t v; std::memcpy(&v, p, sizeof v); return static_cast<double>(v); }
+    case DType::BF16: { bfloat16 v; std::memcpy(&v, p, sizeof v); return static_cast<float>(v); }
+    case DType::F16: { float16 v; std::memcpy(&v, p, sizeof v); return static_cast<float>(v); }
   }
   return 0;
 }
@@ -23,6 +25,8 @@ void write(std::byte* p, DType t, double v) {
     case DType::F64: std::memcpy(p, &v, sizeof v); return;
     case DType::I32: { const auto x = static_cast<int32_t>(v); std::memcpy(p, &x, sizeof x); return; }
     case DType::I64: { const auto x = static_cast<int64_t>(v); std::memcpy(p, &x, sizeof x); return; }
+    case DType::BF16: { const bfloat16 x(v); std::memcpy(p, &x, sizeof x); return; }
+    case DType::F16: { const float16 x(v); std::memcpy(p, &x, sizeof x); return; }
   }
 }
 }  // namespace

@@ -57,6 +57,8 @@ Tensor pad_sequences(const std::vector<std::vector<int32_t>>& sequences, const P
     case DType::F64: fill(sequences, options, maxlen, out.data<double>()); break;
     case DType::I32: fill(sequences, options, maxlen, out.data<int32_t>()); break;
     case DType::I64: fill(sequences, options, maxlen, out.data<int64_t>()); break;
+    case DType::BF16: fill(sequences, options, maxlen, out.data<bfloat16>()); break;
+    case DType::F16: fill(sequences, options, maxlen, out.data<float16>()); break;
   }
   return out;
 }

@@ -80,6 +80,8 @@ std::function<float(const std::byte*)> Model::streamed_row_weights(const Dataset
         case DType::F64: { double v; std::memcpy(&v, p, sizeof v); return v; }
         case DType::I32: { int32_t v; std::memcpy(&v, p, sizeof v); return v; }
         case DType::I64: { int64_t v; std::memcpy(&v, p, sizeof v); return static_cast<double>(v); }
+        case DType::BF16: { bfloat16 v; std::memcpy(&v, p, sizeof v); return static_cast<float>(v); }
+        case DType::F16: { float16 v; std::memcpy(&v, p, sizeof v); return static_cast<float>(v); }
       }
       return 0.0;
     };

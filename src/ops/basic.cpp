@@ -5,7 +5,7 @@
 
 namespace tandem::ops {
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F64; }
+bool is_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::BF16 || t == DType::F16; }
 
 int normalize_axis(int64_t axis, int rank, const char* op) {
   const int64_t a = axis < 0 ? axis + rank : axis;

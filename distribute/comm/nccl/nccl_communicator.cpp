@@ -24,6 +24,8 @@ ncclDataType_t nccl_type(DType d, const char* what) {
     case DType::F64: return ncclFloat64;
     case DType::I32: return ncclInt32;
     case DType::I64: return ncclInt64;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F16: return ncclFloat16;
   }
   throw ValueError(std::string(what) + ": no NCCL type for dtype " + dtype_name(d));
 }

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernel_util.h"
+#include "core/float16.h"
 
 namespace tandem::backend::cpu {
 
@@ -29,7 +30,7 @@ KernelFn cast_loop(const KernelInit& k) {
   const From* x = in<From>(k, 0);
   To* y = out<To>(k);
   const int64_t n = numel(k.out_type());
-  return [=] { for (int64_t i = 0; i < n; ++i) y[i] = static_cast<To>(x[i]); };
+  return [=] { for (int64_t i = 0; i < n; ++i) y[i] = convert<To>(x[i]); };
 }
 
 template <class From>
@@ -39,6 +40,8 @@ KernelFn make_cast(const KernelInit& k) {
     case DType::F64: return cast_loop<From, double>(k);
     case DType::I32: return cast_loop<From, int32_t>(k);
     case DType::I64: return cast_loop<From, int64_t>(k);
+    case DType::BF16: return cast_loop<From, bfloat16>(k);
+    case DType::F16: return cast_loop<From, float16>(k);
   }
   return {};
 }
@@ -60,6 +63,8 @@ REGISTER_CPU_FLOAT_KERNEL("scale", make_scale);
 REGISTER_CPU_FLOAT_KERNEL("cast", make_cast);
 REGISTER_KERNEL("cast", DeviceKind::Cpu, DType::I32, make_cast<int32_t>);
 REGISTER_KERNEL("cast", DeviceKind::Cpu, DType::I64, make_cast<int64_t>);
+REGISTER_KERNEL("cast", DeviceKind::Cpu, DType::BF16, make_cast<bfloat16>);
+REGISTER_KERNEL("cast", DeviceKind::Cpu, DType::F16, make_cast<float16>);
 REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::F32, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::F64, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::I32, make_reshape);
