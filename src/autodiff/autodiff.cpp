@@ -40,6 +40,9 @@ std::vector<Value> gradients(Graph& g, Value loss, const std::vector<Value>& wrt
   const std::vector<bool> needed = on_path(g, loss, wrt);
   std::map<Value, Value, ValueLess> grad;  // built once at compile time, not per step
   auto accumulate = [&](Value of, Value d) {
+    // A gradient has its value's dtype: a 16-bit activation's gradient is 16-bit too (mixed
+    // precision), and the cast that made it from a float32 weight turns it back into float32.
+    d = ops::cast(g, d, g.type(of).dtype);
     auto [it, inserted] = grad.emplace(of, d);
     if (!inserted) it->second = ops::add(g, it->second, d);
   };

@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include "graph/autocast.h"
 #include "graph/op_registry.h"
 #include "tandem/errors.h"
 
@@ -7,6 +8,7 @@ namespace tandem::graph {
 
 std::vector<Value> Graph::add_multi(const std::string& op, std::vector<Value> inputs, Attrs attrs) {
   const ops::OpDef& def = ops::find(op);
+  inputs = autocast_inputs(*this, op, std::move(inputs));
   std::vector<TensorType> in;
   in.reserve(inputs.size());
   for (Value v : inputs) in.push_back(type(v));
@@ -35,6 +37,15 @@ Value Graph::add(const std::string& op, std::vector<Value> inputs, Attrs attrs) 
   auto out = add_multi(op, std::move(inputs), std::move(attrs));
   if (out.size() != 1) throw Error("internal: op " + op + " has " + std::to_string(out.size()) + " outputs");
   return out[0];
+}
+
+Value Graph::cast(Value v, DType to) {
+  if (type(v).dtype == to) return v;
+  const auto key = std::make_tuple(v.node, v.index, phase, to);
+  if (const auto it = casts_.find(key); it != casts_.end()) return it->second;
+  const Value c = add("cast", {v}, {{"dtype", static_cast<int64_t>(to)}});
+  casts_.emplace(key, c);
+  return c;
 }
 
 Value Graph::placeholder(const std::string& name, TensorType t) {

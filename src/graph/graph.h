@@ -2,7 +2,10 @@
 // optimizer append to it, strategies annotate and rewrite it, the compiler lowers it to a Plan.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "graph/attrs.h"
@@ -65,7 +68,14 @@ class Graph {
   const std::vector<VariableInfo>& variables() const { return variables_; }
   int variable_node(int variable_id) const;  // -1 if the graph never reads it
 
+  // A cast of `v` to `to` (v itself if it has that dtype), made once per (value, dtype, phase):
+  // a weight read by several ops of a step is converted once.
+  Value cast(Value v, DType to);
+
   std::string scope;            // applied to nodes added from now on
+  // The compute dtype of the layer being traced (its dtype policy's), or none outside layers
+  // (gradients, the optimizer): mixed precision's casts follow from it (graph/autocast.h).
+  std::optional<DType> compute_dtype;
   // The layers traced into the graph, in call order, each once, including those that emit no node
   // (a linear Activation), so that every layer a summary lists can name a pipeline stage's start.
   std::vector<std::string> layers;
@@ -76,6 +86,20 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<VariableInfo> variables_;
   std::vector<int> variable_nodes_;  // parallel to variables_
+  std::map<std::tuple<int, int, Phase, DType>, Value> casts_;  // (node, output, phase, dtype) -> the cast
+};
+
+// Sets the graph's compute dtype for a block of building code (a layer's call).
+class ComputeDtypeGuard {
+ public:
+  ComputeDtypeGuard(Graph& g, std::optional<DType> dtype) : g_(g), old_(g.compute_dtype) { g.compute_dtype = dtype; }
+  ~ComputeDtypeGuard() { g_.compute_dtype = old_; }
+  ComputeDtypeGuard(const ComputeDtypeGuard&) = delete;
+  ComputeDtypeGuard& operator=(const ComputeDtypeGuard&) = delete;
+
+ private:
+  Graph& g_;
+  std::optional<DType> old_;
 };
 
 // Sets the graph's scope (and optionally phase) for a block of building code.

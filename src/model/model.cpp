@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "autodiff/autodiff.h"
+#include "graph/autocast.h"
 #include "distribute/strategy.h"
 #include "layer_base/call_context.h"
 #include "layers/input_layer.h"
@@ -78,6 +79,10 @@ std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector
       if (m.valid() && ctx.mask_origin.empty()) ctx.mask_origin = s.node()->mask_origin;
     }
     graph::ScopeGuard scope(ctx.g, call->layer->name());
+    // The layer computes in its policy's compute dtype: a 16-bit one casts its matrix products'
+    // operands (graph/autocast.h); otherwise its own float dtype.
+    const DType compute = call->layer->dtype();  // POLICY: dtype_policy().compute_dtype() once policies land
+    graph::ComputeDtypeGuard precision(ctx.g, graph::is_16bit(compute) ? compute : call->layer->dtype());
     if (std::find(ctx.g.layers.begin(), ctx.g.layers.end(), call->layer->name()) == ctx.g.layers.end()) ctx.g.layers.push_back(call->layer->name());
     emitted[call.get()] = emit_call(*call->layer, ctx, ins);
   }

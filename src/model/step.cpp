@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "autodiff/autodiff.h"
+#include "graph/autocast.h"
 #include "distribute/strategy.h"
 #include "layer_base/call_context.h"
 #include "metrics/metrics.h"
@@ -182,7 +183,11 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
   CallContext ctx(g, train, counter);
   ctx.micro_batches = static_cast<int>(micro_batches);
   std::vector<graph::Value> masks;  // per output: its mask, or invalid
-  const std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, step.micro_rows), &masks);
+  std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, step.micro_rows), &masks);
+  // Outputs of a 16-bit layer (mixed precision) go on in float32, as Keras's losses and metrics
+  // compute in float32 and predict returns float32.
+  for (graph::Value& p : preds)
+    if (graph::is_16bit(g.type(p).dtype)) p = g.cast(p, DType::F32);
   if (kind == StepKind::Predict) {
     for (graph::Value pred : preds) {
       step.outputs.push_back(static_cast<int>(fetches.size()));
