@@ -23,6 +23,7 @@ constexpr auto kWaitSpin = std::chrono::microseconds(5);
 struct BoundAction {
   std::vector<backend::KernelFn> fns;
   std::vector<const graph::Node*> nodes;  // each kernel's node, for traces and the watchdog
+  std::vector<const char*> dtypes;        // each kernel's dtype, for traces
   std::string label;                      // "forward 3", "backward 3", "update": a trace slice
 };
 
@@ -120,10 +121,12 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
             init.in_types.push_back(g.type(in));
             init.in.push_back(pointers[static_cast<std::size_t>(in.node)][static_cast<std::size_t>(in.index)]);
           }
-          const auto& factory = backend::find_kernel(n.op, device.kernel_kind(), backend::kernel_dtype(g, n));
+          const DType dtype = backend::kernel_dtype(g, n);
+          const auto& factory = backend::find_kernel(n.op, device.kernel_kind(), dtype);
           if (auto fn = factory(init)) {
             action.fns.push_back(std::move(fn));
             action.nodes.push_back(&n);
+            action.dtypes.push_back(dtype_name(dtype));
           }
         }
       }
@@ -237,7 +240,7 @@ void Executable::issue_program(int p) {
       }
       const double t0 = tracer_.now();
       action.fns[i]();
-      tracer_.record(2 * p, action.nodes[i]->op.c_str(), t0, tracer_.now());
+      tracer_.record(2 * p, action.nodes[i]->op.c_str(), t0, tracer_.now(), action.dtypes[i]);
     }
     if (tracing) tracer_.record(2 * p, action.label.c_str(), action_start, tracer_.now());
   }

@@ -15,10 +15,10 @@ double Tracer::now() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
 }
 
-void Tracer::record(int track, const char* name, double begin_us, double end_us) {
+void Tracer::record(int track, const char* name, double begin_us, double end_us, const char* dtype) {
   if (!enabled_) return;
   std::lock_guard lock(mutex_);
-  events_.push_back({track, name, begin_us, end_us});
+  events_.push_back({track, name, begin_us, end_us, dtype});
 }
 
 void Tracer::clear() {
@@ -45,7 +45,9 @@ void Tracer::write_json(const std::string& path) const {
     }
     for (const Event& e : events()) {
       out << (first ? "" : ",\n") << "{\"ph\":\"X\",\"pid\":1,\"tid\":" << e.track << ",\"name\":\"" << e.name
-          << "\",\"ts\":" << e.begin << ",\"dur\":" << (e.end - e.begin) << "}";
+          << "\",\"ts\":" << e.begin << ",\"dur\":" << (e.end - e.begin);
+      if (e.dtype) out << ",\"args\":{\"dtype\":\"" << e.dtype << "\"}";
+      out << "}";
       first = false;
     }
     out << "\n]}\n";

@@ -23,12 +23,15 @@ class Tracer {
   void enable(bool on);
   bool enabled() const { return enabled_; }
   double now() const;  // microseconds since construction
-  void record(int track, const char* name, double begin_us, double end_us);
+  // `dtype`, when given, is the kernel's dtype (its "args" in the trace: what mixed precision ran
+  // in which dtype).
+  void record(int track, const char* name, double begin_us, double end_us, const char* dtype = nullptr);
   void clear();
   struct Event {
     int track;
     std::string name;
     double begin, end;
+    const char* dtype = nullptr;  // a static name (dtype_name), or null
   };
   std::vector<Event> events() const;
   void write_json(const std::string& path) const;  // via a temporary file and rename
