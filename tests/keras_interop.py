@@ -499,7 +499,8 @@ def mixed_precision_checks(build: Path, work: Path) -> bool:
         keras.utils.set_random_seed(90 + i)
         rng = np.random.default_rng(95 + i)
         model = fixtures.model(name)
-        model.fit(*fixtures.data(name, model, rng, 16), batch_size=8, epochs=1, shuffle=False, verbose=0)
+        if model.compiled:
+            model.fit(*fixtures.data(name, model, rng, 16), batch_size=8, epochs=1, shuffle=False, verbose=0)
         model.save(work / f"archive_{name}.keras")
         x, _ = fixtures.data(name, model, rng, 4)
         x_next, y_next = fixtures.data(name, model, rng, 8)
