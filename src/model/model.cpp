@@ -81,7 +81,7 @@ std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector
     graph::ScopeGuard scope(ctx.g, call->layer->name());
     // The layer computes in its policy's compute dtype: a 16-bit one casts its matrix products'
     // operands (graph/autocast.h); otherwise its own float dtype.
-    const DType compute = call->layer->dtype();  // POLICY: dtype_policy().compute_dtype() once policies land
+    const DType compute = call->layer->dtype_policy().compute_dtype();
     graph::ComputeDtypeGuard precision(ctx.g, graph::is_16bit(compute) ? compute : call->layer->dtype());
     if (std::find(ctx.g.layers.begin(), ctx.g.layers.end(), call->layer->name()) == ctx.g.layers.end()) ctx.g.layers.push_back(call->layer->name());
     emitted[call.get()] = emit_call(*call->layer, ctx, ins);
