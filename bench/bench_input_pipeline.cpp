@@ -5,9 +5,8 @@
 // (grayscale, the images' own --size), each image flipped horizontally with probability 1/2 and
 // cropped from the image padded with 2 zeros (datasets::random_flip("horizontal") and
 // datasets::random_crop(2), what fit's `transforms` run), in shuffled batches of --batch, on
-// --threads decode threads (num_parallel_calls). It drives the pipeline fit uses (the batcher and
-// its prefetcher) with no model behind it, so the time is reading, decoding, augmenting and
-// staging alone; --warmup batches run untimed, then the rest of one pass over the files is timed.
+// --threads decode threads (num_parallel_calls), read with tandem::batches: the pipeline fit uses
+// with no model behind it, so the time is reading, decoding, augmenting and staging alone; --warmup batches run untimed, then the rest of one pass over the files is timed.
 //
 // --mode train: the Fashion-MNIST CNN of bench/bench_fashion_mnist.cpp (behind a Rescaling(1/255)
 // and with a (28, 28, 1) input) trained for one epoch on the same folder, streamed
@@ -30,8 +29,6 @@
 #include <thread>
 #include <vector>
 
-#include "data/batcher.h"
-#include "data/prefetcher.h"
 
 namespace tl = tandem::layers;
 namespace td = tandem::datasets;
@@ -89,32 +86,27 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// One shuffled pass over the folder through the batcher and prefetcher fit stages its batches
-// with; images/s over the batches after the warm-up.
+// One shuffled pass over the folder through tandem::batches (the batcher and prefetcher fit stages
+// its batches with, each batch copied out as tensors); images/s over the batches after the warm-up.
 void pipeline(const Args& a) {
   const auto source = td::image_folder_source(a.folder, listing(a)).training;
   const tandem::Dataset data = tandem::Dataset::from_source(source, {.num_parallel_calls = a.threads, .prefetch = 2});
-  tandem::data::Batcher batches(data, a.batch, /*shuffle=*/true, /*seed=*/0, {td::random_flip("horizontal"), td::random_crop(2)});
-  const int64_t n = batches.num_batches();
-  if (n <= a.warmup) usage(std::to_string(data.size()) + " images are too few for " + std::to_string(a.warmup) + " warm-up batches");
-  tandem::data::Prefetcher prefetcher(batches, std::vector<bool>(batches.columns(), true));
-  batches.start_epoch(0);
-  prefetcher.start_epoch(0);
+  tandem::BatchStream stream =
+      tandem::batches(data, {.batch_size = a.batch, .shuffle = true, .transforms = {td::random_flip("horizontal"), td::random_crop(2)}});
+  if (stream.size() <= a.warmup) usage(std::to_string(data.size()) + " images are too few for " + std::to_string(a.warmup) + " warm-up batches");
   int64_t images = 0;
   auto t0 = std::chrono::steady_clock::now();
-  for (int64_t b = 0; b < n; ++b) {
-    if (b == a.warmup) t0 = std::chrono::steady_clock::now(), images = 0;
-    prefetcher.column(b, 0);  // waits until the batch is staged
-    prefetcher.release(b);
-    images += batches.batch_rows(b);
+  for (const tandem::Batch& b : stream) {
+    if (b.index == a.warmup) t0 = std::chrono::steady_clock::now(), images = 0;
+    images += b.x[0].shape()[0];
   }
   const double rate = double(images) / seconds_since(t0);
   if (a.json)
-    std::printf("{\"framework\":\"tandem\",\"measured\":\"fit's batcher and prefetcher, no model\",\"images\":%lld,\"batch\":%lld,"
+    std::printf("{\"framework\":\"tandem\",\"measured\":\"tandem::batches (fit's batcher and prefetcher), no model\",\"images\":%lld,\"batch\":%lld,"
                 "\"threads\":%d,\"images_per_s\":%.1f}\n",
                 static_cast<long long>(data.size()), static_cast<long long>(a.batch), a.threads, rate);
   else
-    std::printf("Tandem pipeline (fit's batcher and prefetcher, no model): %.0f images/s with %d decode thread(s) (%lld images, batch %lld)\n",
+    std::printf("Tandem pipeline (tandem::batches: fit's batcher and prefetcher, no model): %.0f images/s with %d decode thread(s) (%lld images, batch %lld)\n",
                 rate, a.threads,
                 static_cast<long long>(data.size()), static_cast<long long>(a.batch));
 }

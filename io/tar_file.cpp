@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <memory>
 
 #include "tandem/errors.h"
@@ -27,8 +28,16 @@ std::string reason(archive* a) {
   return s ? s : "unknown libarchive error";
 }
 
+// libarchive returns null when an allocation fails, and any call on a null handle ends the process
+// (its handle check calls exit): a failed allocation must stop here, as the exception it is.
+template <class T>
+T* allocated(T* p) {
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
 struct ReadArchive {
-  archive* a = archive_read_new();
+  archive* a = allocated(archive_read_new());
   ~ReadArchive() { archive_read_free(a); }
 };
 
@@ -106,7 +115,7 @@ std::vector<uint8_t> read_file_range(const std::string& path, int64_t offset, in
 }
 
 TarWriter::TarWriter(const std::string& path) : path_(path) {
-  archive* a = archive_write_new();
+  archive* a = allocated(archive_write_new());
   archive_ = a;
   if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_open_filename(a, path.c_str()) != ARCHIVE_OK) {
     const std::string why = reason(a);
@@ -123,7 +132,7 @@ TarWriter::~TarWriter() {
 void TarWriter::add(const std::string& name, std::span<const uint8_t> data) {
   auto* a = static_cast<archive*>(archive_);
   if (!a) throw Error("tar " + path_ + ": the writer is closed");
-  std::unique_ptr<archive_entry, void (*)(archive_entry*)> entry(archive_entry_new(), archive_entry_free);
+  std::unique_ptr<archive_entry, void (*)(archive_entry*)> entry(allocated(archive_entry_new()), archive_entry_free);
   archive_entry_set_pathname(entry.get(), name.c_str());
   archive_entry_set_size(entry.get(), static_cast<la_int64_t>(data.size()));
   archive_entry_set_filetype(entry.get(), AE_IFREG);

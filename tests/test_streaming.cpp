@@ -28,6 +28,7 @@
 #include "child_process.h"
 #include "scratch_dir.h"
 #include "strategy_helpers.h"
+#include "throw_at_step.h"
 
 namespace tl = tandem::layers;
 namespace fs = std::filesystem;
@@ -326,20 +327,6 @@ TEST_CASE("streaming: a skipped sample's row holds the next readable sample of t
   CHECK(y == std::vector<int32_t>{0, 1, 2, 4, 4});  // blobs' class is row % 5: row 3 read as row 4
   CHECK(std::memcmp(x.data() + 3 * 20, memory.x().data<float>() + 4 * 20, 20 * sizeof(float)) == 0);
 }
-
-namespace {
-// Throws out of fit at the end of training step `at` (counted from 1 over the fit).
-class ThrowAtStep : public tandem::Callback {
- public:
-  explicit ThrowAtStep(int64_t at) : at_(at) {}
-  void on_train_batch_end(int64_t, const tandem::Logs&) override {
-    if (++steps_ == at_) throw std::runtime_error("interrupted");
-  }
-
- private:
-  int64_t at_, steps_ = 0;
-};
-}  // namespace
 
 TEST_CASE("streaming: BackupAndRestore resumes mid-epoch without reading the samples before the saved batch") {
   const Dataset memory = mixed_blobs(200);  // 7 batches per epoch, the last of 8 rows

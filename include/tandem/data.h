@@ -141,6 +141,17 @@ using SampleReader = std::function<void(int64_t index, std::span<std::byte* cons
 Dataset from_function(int64_t size, SampleType type, SampleReader read, InputPipelineOptions options = {},
                       std::string name = "from_function");
 
+// A user's own data set made a batch at a time, as keras.utils.PyDataset: `read(batch, rows, out)`
+// writes batch `batch` — samples [batch * batch_size, batch * batch_size + rows) of `size`, so
+// every batch but the last has batch_size rows — into one buffer per column of `type` (every x,
+// then every y), each with room for `rows` samples, rows first. fit, evaluate and predict take
+// these batches as they are, in order: their batch_size and shuffle options are not used. Called
+// from several decode threads at once, each making its own batch; a batch it cannot make raises
+// DataError. skip_errors is refused (a batch cannot be replaced by another batch's samples).
+using BatchReader = std::function<void(int64_t batch, int64_t rows, std::span<std::byte* const> out)>;
+Dataset from_batch_function(int64_t size, int64_t batch_size, SampleType type, BatchReader read, InputPipelineOptions options = {},
+                            std::string name = "from_batch_function");
+
 // The same for one input and one target of element types X and Y (float, double, int32_t or
 // int64_t), rows of x_shape and y_shape: the callable fills typed spans.
 //   datasets::from_function<float, int32_t>(n, {28, 28}, {},
@@ -154,6 +165,23 @@ Dataset from_function(int64_t size, Shape x_shape, Shape y_shape, std::function<
       size, std::move(type),
       [fill = std::move(fill), nx, ny](int64_t index, std::span<std::byte* const> out) {
         fill(index, std::span<X>(reinterpret_cast<X*>(out[0]), nx), std::span<Y>(reinterpret_cast<Y*>(out[1]), ny));
+      },
+      options, std::move(name));
+}
+
+// from_batch_function for one input and one target of element types X and Y, rows of x_shape and
+// y_shape: the callable fills typed spans of `rows` rows.
+template <class X, class Y>
+Dataset from_batch_function(int64_t size, int64_t batch_size, Shape x_shape, Shape y_shape,
+                            std::function<void(int64_t batch, int64_t rows, std::span<X>, std::span<Y>)> fill,
+                            InputPipelineOptions options = {}, std::string name = "from_batch_function") {
+  const auto nx = static_cast<std::size_t>(x_shape.num_elements()), ny = static_cast<std::size_t>(y_shape.num_elements());
+  SampleType type{{{std::move(x_shape), dtype_of<X>()}}, {{std::move(y_shape), dtype_of<Y>()}}};
+  return from_batch_function(
+      size, batch_size, std::move(type),
+      [fill = std::move(fill), nx, ny](int64_t batch, int64_t rows, std::span<std::byte* const> out) {
+        const auto n = static_cast<std::size_t>(rows);
+        fill(batch, rows, std::span<X>(reinterpret_cast<X*>(out[0]), nx * n), std::span<Y>(reinterpret_cast<Y*>(out[1]), ny * n));
       },
       options, std::move(name));
 }

@@ -39,6 +39,17 @@ class Source {
   virtual void read(int64_t index, std::span<std::byte* const> out) const = 0;
   // What the source reads, for errors and logs: `image folder "/data/train"`.
   virtual std::string describe() const = 0;
+
+  // A source that makes whole batches at once (as keras.utils.PyDataset's __getitem__ does: a
+  // block read from a file, a vectorised generator) returns their row count here, and fit,
+  // evaluate and predict then take their batches from it as they are: batch b holds samples
+  // [b * batch_size(), ...) — every batch full but the last — and the options' batch_size and
+  // shuffle are not used (Keras ignores them for a PyDataset too). 0: samples are read one by one.
+  virtual int64_t batch_size() const { return 0; }
+  // Writes batch `batch` (`rows` rows) into `out`: one buffer per column, as read() but with room
+  // for `rows` samples each, rows first. Called only when batch_size() > 0, from several decode
+  // threads at once (each with its own batch).
+  virtual void read_batch(int64_t batch, int64_t rows, std::span<std::byte* const> out) const;
 };
 
 // A sample that cannot be read: a missing, unreadable or corrupt file, a truncated shard. The

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tandem/augmentation.h"
+#include "tandem/batches.h"
 #include "tandem/callbacks.h"
 #include "tandem/data.h"
 #include "tandem/data_files.h"

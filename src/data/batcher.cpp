@@ -34,10 +34,14 @@ Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t
   const auto n = static_cast<std::size_t>(data_.size());
   if (data_.streamed()) {
     const SampleType type = data_.source()->sample_type();
+    if (const int64_t rows = data_.source()->batch_size(); rows > 0) {  // the source's batches, as they come
+      whole_batches_ = true, batch_size_ = rows, shuffle_ = false;
+    }
+    const auto scratch_rows = static_cast<std::size_t>(whole_batches_ ? batch_size_ : 1);
     for (std::size_t c = 0; c < type.columns(); ++c) {
       source_bytes_.push_back(type.column(c).bytes());
       scratch_at_.push_back(scratch_bytes_);
-      scratch_bytes_ += aligned(source_bytes_.back());
+      scratch_bytes_ += aligned(source_bytes_.back() * scratch_rows);
     }
   } else {
     columns_ = data_.xs();
@@ -82,8 +86,16 @@ int64_t Batcher::gather(int64_t b, const std::vector<void*>& outs, int64_t begin
     throw Error("internal: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of a batch of " + std::to_string(rows));
   const int64_t first = b * batch_size_;
   int64_t skipped = 0;
-  if (data_.streamed()) skipped = read_rows(outs, first, begin, end, scratch, first_error);
-  else copy_rows(outs, first, begin, end);
+  if (whole_batches_) {
+    if (begin != 0 || end != rows)
+      throw Error("internal: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of a batch of " + std::to_string(rows) +
+                  " from " + describe() + ", which makes whole batches");
+    read_batch(b, outs, scratch);
+  } else if (data_.streamed()) {
+    skipped = read_rows(outs, first, begin, end, scratch, first_error);
+  } else {
+    copy_rows(outs, first, begin, end);
+  }
   if (row_weight_ && outs.back() && outs.at(n_x_))
     for (int64_t r = begin; r < end; ++r) {
       const float w = row_weight_(static_cast<const std::byte*>(outs[n_x_]) + static_cast<std::size_t>(r) * row_bytes_[n_x_]);
@@ -129,6 +141,27 @@ void Batcher::read_row(int64_t index, int64_t r, const std::vector<void*>& outs,
   data_.source()->read(index, std::span<std::byte* const>(at, n));
   for (std::size_t c = 0; c < n; ++c)
     if (maps_[c] && outs[c]) maps_[c]->apply(at[c], static_cast<std::byte*>(outs[c]) + static_cast<std::size_t>(r) * row_bytes_[c]);
+}
+
+// A whole batch from a source of batches: each column straight into its staging buffer when it is
+// staged as made, else into scratch and from there row by row through its map (or nowhere).
+void Batcher::read_batch(int64_t b, const std::vector<void*>& outs, std::byte* scratch) const {
+  constexpr std::size_t kMaxColumns = 64;
+  std::byte* at[kMaxColumns];
+  const std::size_t n = source_bytes_.size();
+  if (n > kMaxColumns) throw ValueError("Batcher: a sample of " + std::to_string(n) + " columns; at most 64 are supported");
+  for (std::size_t c = 0; c < n; ++c) {
+    auto* dst = static_cast<std::byte*>(outs.at(c));
+    at[c] = dst && !maps_[c] ? dst : scratch + scratch_at_[c];
+  }
+  const int64_t rows = batch_rows(b);
+  data_.source()->read_batch(b, rows, std::span<std::byte* const>(at, n));
+  for (std::size_t c = 0; c < n; ++c)
+    if (maps_[c] && outs[c])
+      for (int64_t r = 0; r < rows; ++r)
+        maps_[c]->apply(at[c] + static_cast<std::size_t>(r) * source_bytes_[c], static_cast<std::byte*>(outs[c]) + static_cast<std::size_t>(r) * row_bytes_[c]);
+  if (transforms_.empty() || !outs.at(0)) return;
+  for (int64_t r = 0; r < rows; ++r) transform(static_cast<std::byte*>(outs[0]) + static_cast<std::size_t>(r) * row_bytes_[0], b * batch_size_ + r);
 }
 
 int64_t Batcher::read_rows(const std::vector<void*>& outs, int64_t first, int64_t begin, int64_t end, std::byte* scratch,

@@ -34,15 +34,20 @@ class Batcher {
   std::size_t row_bytes(std::size_t column) const { return row_bytes_[column]; }  // as staged: after its RowMap
   const InputPipelineOptions& pipeline() const { return data_.pipeline(); }
   bool streamed() const { return data_.streamed(); }
+  // The source makes whole batches (Source::batch_size): each batch is gathered by one call, on
+  // one thread, in the source's order.
+  bool whole_batches() const { return whole_batches_; }
   std::string describe() const;  // "the dataset" or the source's own description
-  // Memory one gathering thread needs of its own (a streamed sample's columns as read), bytes.
+  // Memory one gathering thread needs of its own (a streamed sample's columns as read, or a whole
+  // batch's columns that are mapped or not staged), bytes.
   std::size_t scratch_bytes() const { return scratch_bytes_; }
 
   // Copies rows [begin, end) of batch b, in this epoch's order, into outs[c] for each column c
   // (raw buffers with room for batch_rows(b) rows, same dtypes as staged; a null one is skipped:
   // predict has no targets); each row lands at its own place, so several threads may gather
   // disjoint ranges of one batch at once, each with its own `scratch` (scratch_bytes()). No
-  // allocation here. With the dataset's skip_errors, a sample whose read raises DataError is
+  // allocation here. Of a source of whole batches only the whole batch may be asked [0, rows).
+  // With the dataset's skip_errors, a sample whose read raises DataError is
   // replaced by the next readable one of the order: returns how many were, and the first error
   // in *first_error.
   int64_t gather(int64_t b, const std::vector<void*>& outs, int64_t begin, int64_t end, std::byte* scratch,
@@ -59,10 +64,12 @@ class Batcher {
   int64_t read_rows(const std::vector<void*>& outs, int64_t first, int64_t begin, int64_t end, std::byte* scratch,
                     std::string* first_error) const;
   void read_row(int64_t sample, int64_t r, const std::vector<void*>& outs, std::byte* scratch) const;
+  void read_batch(int64_t b, const std::vector<void*>& outs, std::byte* scratch) const;
   void transform(std::byte* x_row, int64_t source_row) const;
   Dataset data_;  // shares the tensors' storage (or the source), so this copy is cheap and cannot dangle
   int64_t batch_size_;
   bool shuffle_;
+  bool whole_batches_ = false;
   uint64_t seed_;
   std::vector<Tensor> columns_;                 // in memory: the tensors
   std::vector<const RowMap*> maps_;             // per column, null when unmapped (into data_)

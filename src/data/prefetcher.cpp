@@ -69,12 +69,13 @@ void Prefetcher::add_thread() {
   threads_.push_back(std::make_unique<core::TaskThread>(static_cast<int>(slots_.size()), core::Clock::duration::zero()));
 }
 
-void Prefetcher::gather_part(Slot& s, int k) {
+void Prefetcher::gather_part(Slot& s, int thread) {
   std::string error;
   int64_t skipped = 0;
+  const int k = thread - s.first_thread;
   for (const auto& [begin, end] : s.ranges) {  // this thread's share of each range
     const int64_t n = end - begin, lo = begin + n * k / s.parts, hi = begin + n * (k + 1) / s.parts;
-    if (lo < hi) skipped += batches_.gather(s.batch, s.outs, lo, hi, scratch_[static_cast<std::size_t>(k)].data(), error.empty() ? &error : nullptr);
+    if (lo < hi) skipped += batches_.gather(s.batch, s.outs, lo, hi, scratch_[static_cast<std::size_t>(thread)].data(), error.empty() ? &error : nullptr);
   }
   if (!skipped) return;
   s.skipped.fetch_add(skipped);
@@ -85,13 +86,15 @@ void Prefetcher::gather_part(Slot& s, int k) {
 void Prefetcher::gather_into(Slot& s, int64_t b) {
   const int64_t rows = batches_.batch_rows(b);
   s.batch = b;
-  s.ranges = select_ ? select_(rows) : RowRanges{{0, rows}};
-  s.parts = active_;
+  const bool whole = batches_.whole_batches();  // and every row is staged, whatever the rows read
+  s.ranges = select_ && !whole ? select_(rows) : RowRanges{{0, rows}};
+  s.parts = whole ? 1 : active_;
+  s.first_thread = whole ? static_cast<int>(b % active_) : 0;
   s.skipped.store(0);
   s.first_error.clear();
   s.error_part = s.parts;
-  for (int k = 0; k < s.parts; ++k)
-    s.tickets[static_cast<std::size_t>(k)] = threads_[static_cast<std::size_t>(k)]->post(s.part[static_cast<std::size_t>(k)]);
+  for (int t = s.first_thread; t < s.first_thread + s.parts; ++t)
+    s.tickets[static_cast<std::size_t>(t)] = threads_[static_cast<std::size_t>(t)]->post(s.part[static_cast<std::size_t>(t)]);
 }
 
 void Prefetcher::drain() {
@@ -125,7 +128,7 @@ Prefetcher::Slot& Prefetcher::ready(int64_t b) {
   const auto start = core::Clock::now();
   const auto deadline = start + watchdog_timeout();
   bool waited = false;
-  for (int k = 0; k < s.parts; ++k) {
+  for (int k = s.first_thread; k < s.first_thread + s.parts; ++k) {
     core::TaskThread& t = *threads_[static_cast<std::size_t>(k)];
     const uint64_t ticket = s.tickets[static_cast<std::size_t>(k)];
     waited = waited || !t.finished(ticket);

@@ -1,6 +1,7 @@
 // Stages batches on decode threads while the current step runs: `prefetch + 1` staging slots
 // (batch b lives in slot b % slots until the caller releases it), each batch's rows split over
-// the decode threads, every row at the place the epoch's order gives it.
+// the decode threads, every row at the place the epoch's order gives it. A source of whole
+// batches makes each batch on one thread (b % threads), so the threads work on different batches.
 #pragma once
 
 #include <atomic>
@@ -59,17 +60,18 @@ class Prefetcher {
     std::vector<std::vector<std::byte>> columns;
     std::vector<void*> outs;  // each column's buffer, null for the columns not wanted
     int64_t batch = -1;  // the batch gathered into it, or being gathered
-    int parts = 0;       // the threads it is split over
+    int parts = 0;       // the threads it is split over: first_thread, first_thread + 1, ...
+    int first_thread = 0;
     RowRanges ranges;    // its rows to stage
     std::vector<uint64_t> tickets;            // per thread
-    std::vector<std::function<void()>> part;  // per thread: its share of the rows
+    std::vector<std::function<void()>> part;  // per thread: its share of the rows (or the whole batch)
     std::atomic<int64_t> skipped{0};
     std::mutex error_mutex;
     std::string first_error;
     int error_part = 0;  // the part first_error came from
   };
   void gather_into(Slot& slot, int64_t b);
-  void gather_part(Slot& slot, int k);
+  void gather_part(Slot& slot, int thread);
   Slot& ready(int64_t b);
   void add_thread();
   const Batcher& batches_;

@@ -370,7 +370,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     }
     // Looked up once per epoch: the loop below runs compiled steps and nothing else heavy.
     const int64_t full_rows = batches.batch_rows(0), group = m.sync_every();
-    m.strategy->check_batch(o.batch_size);
+    m.strategy->check_batch(full_rows);
     CompiledStep& full = m.step(StepKind::Train, full_rows, target_types(data, full_rows, weighted), group);
     feeder.select_rows(*m.strategy, [&](int64_t rows) -> const CompiledStep& {
       return rows == full_rows ? full : m.step(StepKind::Train, rows, target_types(data, rows, weighted), 1);
