@@ -46,6 +46,7 @@ struct DenseGraph {
   Graph g;
   Value x, w, b, logits, probs, loss;
   explicit DenseGraph(std::optional<DType> compute) {
+    g.autocast = true;
     x = g.placeholder("x", {Shape{3, 5}, DType::F32});
     w = g.variable({0, "dense/kernel", {Shape{5, 4}, DType::F32}, true});
     b = g.variable({1, "dense/bias", {Shape{4}, DType::F32}, true});
@@ -93,6 +94,13 @@ TEST_CASE("autocast: gradients have their values' dtypes, and float32 weights ge
   CHECK(bf16_products >= 3);
 }
 
+TEST_CASE("autocast: a graph that does not ask for casts gets none") {
+  Graph g;
+  const Value h = g.cast(g.placeholder("x", {Shape{2, 3}, DType::F32}), DType::BF16);
+  tandem::graph::ComputeDtypeGuard layer(g, DType::F32);
+  CHECK(g.type(ops::reduce_sum(g, h, {0})).dtype == DType::BF16);  // what a strategy's rewrite adds keeps its dtype
+}
+
 TEST_CASE("autocast: a float32 graph is left exactly as it was") {
   DenseGraph f32(DType::F32), none(std::nullopt);
   CHECK(count(f32.g, "cast") == 0);
@@ -104,6 +112,7 @@ TEST_CASE("autocast: a float32 graph is left exactly as it was") {
 
 TEST_CASE("autocast: a float32 layer takes 16-bit inputs as float32; outside layers, operands that disagree meet in float32") {
   Graph g;
+  g.autocast = true;
   const Value h = g.cast(g.placeholder("x", {Shape{2, 3}, DType::F32}), DType::BF16);
   const Value w = g.variable({0, "k", {Shape{3, 3}, DType::F32}, true});
   {
@@ -124,6 +133,7 @@ TEST_CASE("autocast: a bf16 Dense + softmax computes within bf16's bound of a fl
   for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = 0.1f * float(i);
   // Variables are fed through their read nodes' placeholders here: rebuild with placeholders.
   Graph g;
+  g.autocast = true;
   const Value x = g.placeholder("x", {Shape{3, 5}, DType::F32}), w = g.placeholder("w", {Shape{5, 4}, DType::F32}),
               b = g.placeholder("b", {Shape{4}, DType::F32});
   Value probs;

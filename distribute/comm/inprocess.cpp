@@ -1,5 +1,8 @@
 #include "distribute/comm/inprocess.h"
 
+#include <Eigen/Core>
+
+
 #include <algorithm>
 
 #include <cstring>
@@ -119,7 +122,9 @@ void InProcessCommunicator::all_reduce(int rank, void* data, std::size_t count, 
   if (wire == Wire::BFloat16 && dtype == DType::F32) return ring_all_reduce_bf16(rank, static_cast<float*>(data), count, op);
   if (dtype == DType::F32) return ring_all_reduce(rank, static_cast<float*>(data), count, op);
   if (dtype == DType::F64) return ring_all_reduce(rank, static_cast<double*>(data), count, op);
-  throw ValueError(std::string("all_reduce: expected float32 or float64 data, got ") + dtype_name(dtype));
+  if (dtype == DType::BF16) return ring_all_reduce(rank, static_cast<Eigen::bfloat16*>(data), count, op);
+  if (dtype == DType::F16) return ring_all_reduce(rank, static_cast<Eigen::half*>(data), count, op);
+  throw ValueError(std::string("all_reduce: expected float data, got ") + dtype_name(dtype));
 }
 
 void InProcessCommunicator::all_gather(int rank, const void* in, void* out, std::size_t count, DType dtype) {
@@ -134,21 +139,24 @@ void InProcessCommunicator::all_gather(int rank, const void* in, void* out, std:
 
 void InProcessCommunicator::reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) {
   check_rank(rank, "reduce_scatter");
-  if (dtype != DType::F32 && dtype != DType::F64)
-    throw ValueError(std::string("reduce_scatter: expected float32 or float64 data, got ") + dtype_name(dtype));
+  if (dtype != DType::F32 && dtype != DType::F64 && dtype != DType::BF16 && dtype != DType::F16)
+    throw ValueError(std::string("reduce_scatter: expected float data, got ") + dtype_name(dtype));
   slots_[static_cast<std::size_t>(rank)] = const_cast<void*>(in);
   sync(rank, "reduce_scatter");
   auto reduce = [&](auto* o) {
     using T = std::remove_pointer_t<decltype(o)>;
+    using Sum = std::conditional_t<std::is_same_v<T, double>, double, float>;  // 16-bit values summed in float32, rounded once
     const std::size_t base = count * static_cast<std::size_t>(rank);
     for (std::size_t i = 0; i < count; ++i) {
-      T s = 0;
-      for (int r = 0; r < size(); ++r) s += static_cast<const T*>(slots_[static_cast<std::size_t>(r)])[base + i];
-      o[i] = op == ReduceOp::Mean ? s / static_cast<T>(size()) : s;
+      Sum s = 0;
+      for (int r = 0; r < size(); ++r) s += static_cast<Sum>(static_cast<const T*>(slots_[static_cast<std::size_t>(r)])[base + i]);
+      o[i] = static_cast<T>(op == ReduceOp::Mean ? s / static_cast<Sum>(size()) : s);
     }
   };
   if (dtype == DType::F32) reduce(static_cast<float*>(out));
-  else reduce(static_cast<double*>(out));
+  else if (dtype == DType::F64) reduce(static_cast<double*>(out));
+  else if (dtype == DType::BF16) reduce(static_cast<Eigen::bfloat16*>(out));
+  else reduce(static_cast<Eigen::half*>(out));
   sync(rank, "reduce_scatter");
 }
 

@@ -8,7 +8,7 @@ namespace tandem::graph {
 
 std::vector<Value> Graph::add_multi(const std::string& op, std::vector<Value> inputs, Attrs attrs) {
   const ops::OpDef& def = ops::find(op);
-  inputs = autocast_inputs(*this, op, std::move(inputs));
+  if (autocast) inputs = autocast_inputs(*this, op, std::move(inputs));
   std::vector<TensorType> in;
   in.reserve(inputs.size());
   for (Value v : inputs) in.push_back(type(v));

@@ -73,8 +73,12 @@ class Graph {
   Value cast(Value v, DType to);
 
   std::string scope;            // applied to nodes added from now on
+  // Whether ops added from now on get mixed precision's casts (graph/autocast.h): on while a
+  // model's step is built, off for graphs that strategies and passes rewrite (their nodes keep the
+  // dtypes the step gave them).
+  bool autocast = false;
   // The compute dtype of the layer being traced (its dtype policy's), or none outside layers
-  // (gradients, the optimizer): mixed precision's casts follow from it (graph/autocast.h).
+  // (gradients, the optimizer): what the casts follow.
   std::optional<DType> compute_dtype;
   // The layers traced into the graph, in call order, each once, including those that emit no node
   // (a linear Activation), so that every layer a summary lists can name a pipeline stage's start.

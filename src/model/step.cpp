@@ -177,6 +177,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
   const bool summed = micro_batches > 1;  // gradients, loss and metrics are sums over micro-batches
   auto over_step = [&](graph::Graph& g, graph::Value v) { return summed ? ops::micro_sum(g, v) : v; };
   graph::Graph g;
+  g.autocast = true;  // the layers' dtype policies place casts as the step is built
   std::vector<graph::Value> fetches;
   // Dropout masks follow the count of training steps.
   const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
@@ -273,6 +274,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
     }
   }
 
+  g.autocast = false;  // the lowering's own nodes keep the dtypes the step gave their values
   auto plan = std::make_shared<compile::Plan>(strategy->lower(g, fetches, static_cast<int>(micro_batches)));
   host_view();  // new homes are filled from the host tensors
   const auto vars = variables_by_id();  // bind time only

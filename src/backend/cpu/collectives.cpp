@@ -83,4 +83,18 @@ REGISTER_KERNEL("send", DeviceKind::Cpu, DType::I32, make_point_to_point);
 REGISTER_KERNEL("send", DeviceKind::Cpu, DType::I64, make_point_to_point);
 REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::I32, make_point_to_point);
 REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::I64, make_point_to_point);
+// 16-bit values (mixed precision's activations and their gradients between devices): moved as
+// bytes, summed in float32 per element and rounded once per addition.
+REGISTER_KERNEL("all_reduce_start", DeviceKind::Cpu, DType::BF16, make_all_reduce_start);
+REGISTER_KERNEL("all_reduce_start", DeviceKind::Cpu, DType::F16, make_all_reduce_start);
+REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::BF16, make_all_reduce_wait);
+REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cpu, DType::F16, make_all_reduce_wait);
+REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::BF16, make_all_gather);
+REGISTER_KERNEL("all_gather", DeviceKind::Cpu, DType::F16, make_all_gather);
+REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::BF16, make_reduce_scatter);
+REGISTER_KERNEL("reduce_scatter", DeviceKind::Cpu, DType::F16, make_reduce_scatter);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::BF16, make_point_to_point);
+REGISTER_KERNEL("send", DeviceKind::Cpu, DType::F16, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::BF16, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cpu, DType::F16, make_point_to_point);
 }  // namespace tandem::backend::cpu

@@ -217,4 +217,18 @@ REGISTER_KERNEL("recv", DeviceKind::Cuda, DType::F64, make_point_to_point);
 REGISTER_KERNEL("recv", DeviceKind::Cuda, DType::I32, make_point_to_point);
 REGISTER_KERNEL("recv", DeviceKind::Cuda, DType::I64, make_point_to_point);
 
+// 16-bit values (mixed precision's activations and their gradients between devices): moved as
+// bytes, summed in float32 per element and rounded once per addition.
+REGISTER_KERNEL("all_reduce_start", DeviceKind::Cuda, DType::BF16, make_all_reduce_start);
+REGISTER_KERNEL("all_reduce_start", DeviceKind::Cuda, DType::F16, make_all_reduce_start);
+REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cuda, DType::BF16, make_all_reduce_wait);
+REGISTER_KERNEL("all_reduce_wait", DeviceKind::Cuda, DType::F16, make_all_reduce_wait);
+REGISTER_KERNEL("all_gather", DeviceKind::Cuda, DType::BF16, make_all_gather);
+REGISTER_KERNEL("all_gather", DeviceKind::Cuda, DType::F16, make_all_gather);
+REGISTER_KERNEL("reduce_scatter", DeviceKind::Cuda, DType::BF16, make_reduce_scatter);
+REGISTER_KERNEL("reduce_scatter", DeviceKind::Cuda, DType::F16, make_reduce_scatter);
+REGISTER_KERNEL("send", DeviceKind::Cuda, DType::BF16, make_point_to_point);
+REGISTER_KERNEL("send", DeviceKind::Cuda, DType::F16, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cuda, DType::BF16, make_point_to_point);
+REGISTER_KERNEL("recv", DeviceKind::Cuda, DType::F16, make_point_to_point);
 }  // namespace tandem::backend::cuda
