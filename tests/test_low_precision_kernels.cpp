@@ -7,8 +7,9 @@
 // most 22 bits) differs from the exact sum by at most (k + 2)·2⁻²⁴·M, M = Σ|aᵢbᵢ| (+ |bias|), the
 // usual recursive-summation bound γ_k ≤ k·u₃₂ (u₃₂ = 2⁻²⁴) with room for the bias and a
 // 1-Lipschitz activation's own float32 rounding. Rounding to the output type then adds at most
-// u·|value|, u = 2⁻⁸ for bfloat16 (8 significant bits) and 2⁻¹¹ for float16 (11). So
-//     |y − ref| ≤ u·|ref| + (1 + u)·(k + 2)·2⁻²⁴·M,
+// u·|value|, u = 2⁻⁸ for bfloat16 (8 significant bits) and 2⁻¹¹ for float16 (11), or half the
+// smallest subnormal (2⁻²⁵ for float16) below the normal range. So
+//     |y − ref| ≤ u·|ref| + (1 + u)·(k + 2)·2⁻²⁴·M (+ 2⁻²⁵ for float16),
 // about 2⁻⁸·|ref| — a bound the output's own rounding nearly reaches, far tighter than the
 // c·k·u·M bound of a sum done in the 16-bit type (which these kernels would fail at k in the
 // hundreds). Each check reports the largest ratio |err| / bound it saw.
@@ -36,8 +37,10 @@ using tandem::backend::Activation;
 
 namespace {
 
-// Unit roundoff of the output type.
+// Unit roundoff of the output type, and half its smallest subnormal: the absolute error of a
+// rounding below the normal range (float16's starts at 2⁻¹⁴ ≈ 6.1e-5; bfloat16's, float32's).
 template <class T> constexpr double unit_roundoff() { return std::is_same_v<T, Eigen::bfloat16> ? 0x1p-8 : 0x1p-11; }
+template <class T> constexpr double subnormal_error() { return std::is_same_v<T, Eigen::bfloat16> ? 0x1p-134 : 0x1p-25; }
 template <class T> const char* type_name() { return std::is_same_v<T, Eigen::bfloat16> ? "bfloat16" : "float16"; }
 template <class T> DType dtype_of() { return std::is_same_v<T, Eigen::bfloat16> ? DType::BF16 : DType::F16; }
 template <class T> double wide(T x) { return double(static_cast<float>(x)); }
@@ -74,7 +77,7 @@ struct WorstRatio {
 template <class T>
 double bound(double ref, double magnitude, int64_t k) {
   const double u = unit_roundoff<T>();
-  return u * std::fabs(ref) + (1 + u) * double(k + 2) * 0x1p-24 * magnitude + 1e-30;
+  return u * std::fabs(ref) + (1 + u) * double(k + 2) * 0x1p-24 * magnitude + subnormal_error<T>() + 1e-30;
 }
 
 struct Product {
@@ -399,7 +402,7 @@ struct BinaryCase {  // (dy, v) -> dx, v the forward's output or input as the op
 
 template <class T>
 double elementwise_bound(double ref, double inputs) {
-  return unit_roundoff<T>() * std::fabs(ref) + 32 * 0x1p-24 * (std::fabs(ref) + inputs) + 1e-30;
+  return unit_roundoff<T>() * std::fabs(ref) + 32 * 0x1p-24 * (std::fabs(ref) + inputs) + subnormal_error<T>() + 1e-30;
 }
 
 template <class T>
@@ -496,7 +499,9 @@ void elementwise_kernels() {
         magnitude += std::fabs(ref);
       }
       const double u = unit_roundoff<T>();
-      w.see(wide(dbias1[size_t(c)]), sum, u * std::fabs(sum) + (1 + u) * (u + (s[0] + 34) * 0x1p-24) * magnitude + 1e-30, "dbias");
+      const double stored = s[0] * subnormal_error<T>();  // each stored dx may be subnormal
+      w.see(wide(dbias1[size_t(c)]), sum,
+            u * std::fabs(sum) + (1 + u) * ((u + (s[0] + 34) * 0x1p-24) * magnitude + stored) + subnormal_error<T>() + 1e-30, "dbias");
     }
     worst = std::max(worst, w.ratio);
     // The column sums split rows by thread, as reduce_sum's do for float32: compare dx only.
