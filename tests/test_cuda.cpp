@@ -19,6 +19,7 @@
 #include "backend/kernel_registry.h"
 #include "distribute/strategy.h"
 #include "ops/activation_functions.h"
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/image.h"
 #include "ops/ops.h"
