@@ -10,8 +10,9 @@
 // the output: the same sums, slower. float16 always takes the fallback: oneDNN 2.6 has no float16
 // matmul on CPUs without AVX512-FP16.
 //
-// Both paths split C into blocks over the device's threads exactly as the float GEMM does, and each
-// element's sum runs in an order fixed by k alone, so the result does not depend on the thread count.
+// Both paths cut C's rows into blocks by the product's shape alone, which the device's threads share
+// out (gemm.h, for_row_blocks), and the fallback picks OpenBLAS or oneDNN by the whole product's
+// sides, so each element is summed by the same code in the same order on any number of threads.
 #include <Eigen/Core>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -171,7 +172,8 @@ void widen(const T* from, int64_t rows, int64_t cols, int64_t ld, float* to) {
 // The fallback: the block's operands widened to float32, the float GEMM, and C rounded once (or,
 // wide, written in float32 with beta).
 template <class T>
-void fallback_block(const Block<T>& o, T* c, float* wide_c, int64_t ldc, float beta, const Epilogue<T>& e) {
+void fallback_block(const Block<T>& o, int64_t m, T* c, float* wide_c, int64_t ldc, float beta, const Epilogue<T>& e) {
+  const int short_product = o.k <= gemm_detail::kShortSide || m <= gemm_detail::kShortSide ? 1 : 0;
   thread_local std::vector<float> scratch;  // grows to the largest block once, then is reused
   const int64_t a_size = o.rows * o.k, b_size = o.k * o.cols, c_size = wide_c ? 0 : o.rows * o.cols;
   scratch.resize(static_cast<std::size_t>(a_size + b_size + c_size + (e.bias ? o.cols : 0)));
@@ -183,10 +185,10 @@ void fallback_block(const Block<T>& o, T* c, float* wide_c, int64_t ldc, float b
   if (o.tb) widen(o.b, o.cols, o.k, o.ldb, b);
   else widen(o.b, o.k, o.cols, o.ldb, b);
   if (wide_c) {
-    gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, wide_c, ldc, beta);
+    gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, wide_c, ldc, beta, short_product);
     return;
   }
-  gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, cf, o.cols, 0.0f);
+  gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, cf, o.cols, 0.0f, short_product);
   Epilogue<float> ef{.activation = e.activation};
   if (e.bias) {
     float* bias = cf + c_size;
@@ -215,27 +217,22 @@ namespace gemm_detail {
 template <class T>
 void low_gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, const Epilogue<T>& e) {
   const Matmul* onednn = onednn_for<T>({.ta = ta, .tb = tb, .bias = e.bias != nullptr, .activation = e.activation}, k);
-  for_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, c0, c1);
-    T* cb = c + r0 * n + c0;
-    if (onednn) {
-      onednn_block(*onednn, o, cb, n, false, e.bias ? e.bias + c0 : nullptr);
-    } else {
-      Epilogue<T> eb = e;
-      if (eb.bias) eb.bias += c0;
-      fallback_block<T>(o, cb, nullptr, n, 0.0f, eb);
-    }
+  for_row_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1) {
+    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, 0, n);
+    T* cb = c + r0 * n;
+    if (onednn) onednn_block(*onednn, o, cb, n, false, e.bias);
+    else fallback_block<T>(o, m, cb, nullptr, n, 0.0f, e);
   });
 }
 
 template <class T>
 void low_gemm_wide(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, float* c, float beta) {
   const Matmul* onednn = beta == 0.0f || beta == 1.0f ? onednn_for<T>({.ta = ta, .tb = tb, .wide = true, .accumulate = beta == 1.0f}, k) : nullptr;
-  for_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, c0, c1);
-    float* cb = c + r0 * n + c0;
+  for_row_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1) {
+    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, 0, n);
+    float* cb = c + r0 * n;
     if (onednn) onednn_block(*onednn, o, cb, n, true, static_cast<const T*>(nullptr));
-    else fallback_block<T>(o, nullptr, cb, n, beta, {});
+    else fallback_block<T>(o, m, nullptr, cb, n, beta, {});
   });
 }
 
