@@ -124,8 +124,9 @@ const Product kProducts[] = {
     {false, true, 121, 288, 64},   // a convolution's input gradient, A·Bᵀ
     {true, true, 40, 33, 17},      // both transposed, odd sizes
     {false, false, 676, 32, 9},    // a one-channel 3×3 convolution, k = 9
-    {false, true, 600, 300, 256},  // large enough to split into many row blocks
-    {true, false, 40, 900, 700},   // wide: blocks of few rows, k in the hundreds
+    {false, true, 400, 200, 256},  // large enough to split into row blocks
+    {true, false, 40, 900, 700},   // wide: blocks of columns, k in the hundreds
+    {true, false, 520, 200, 300},  // tall: blocks of rows, k in the hundreds
     {false, false, 200, 40, 12},   // short k, many rows (OpenBLAS in the fallback)
     {false, false, 1, 10, 1},      // the smallest
     {false, false, 3, 5, 0},       // an empty sum: the epilogue of 0

@@ -88,20 +88,27 @@ void for_blocks(Context& ctx, int64_t m, int64_t n, int64_t k, const Block& bloc
   if (m >= n) ctx.parallel_for(m, grain, [&](int64_t r0, int64_t r1) { block(r0, r1, int64_t{0}, n); });
   else ctx.parallel_for(n, grain, [&](int64_t c0, int64_t c1) { block(int64_t{0}, m, c0, c1); });
 }
-// Calls block(r0, r1) on blocks of C's rows, blocks that the threads share out. The blocks are cut
-// by the product's shape alone: at most 8, each at least about a million flops. The same element is
-// then always computed in a block of the same shape, whatever the thread count: oneDNN's and
+// Calls block(r0, r1, c0, c1) on blocks of C that the device's threads share out. The blocks are
+// cut by the product's shape alone: the larger side in at most 8 parts, each of at least 64 rows
+// (or columns: the other operand is packed once per block) and about a million flops. So an element
+// is always computed in a block of the same shape, whatever the thread count: oneDNN's and
 // OpenBLAS's GEMMs may sum an element in another order in a block of another shape (seen with Aᵀ
 // and k in the hundreds). The 16-bit GEMMs use this; the float GEMM splits by for_blocks.
 template <class Block>
-void for_row_blocks(Context& ctx, int64_t m, int64_t n, int64_t k, const Block& block) {
+void for_fixed_blocks(Context& ctx, int64_t m, int64_t n, int64_t k, const Block& block) {
   check_sizes(m, n, k);
   if (m == 0 || n == 0) return;
-  constexpr int64_t kMinFlopsPerBlock = 1 << 20, kMaxBlocks = 8;
-  const int64_t rows = std::max({int64_t{1}, kMinFlopsPerBlock / std::max<int64_t>(1, k * n), (m + kMaxBlocks - 1) / kMaxBlocks});
-  const int64_t blocks = (m + rows - 1) / rows;
+  constexpr int64_t kMinFlopsPerBlock = 1 << 20, kMaxBlocks = 8, kMinSide = 64;
+  const bool by_rows = m >= n;
+  const int64_t side = by_rows ? m : n, other = by_rows ? n : m;
+  const int64_t part = std::max({kMinSide, kMinFlopsPerBlock / std::max<int64_t>(1, k * other), (side + kMaxBlocks - 1) / kMaxBlocks});
+  const int64_t blocks = (side + part - 1) / part;
   ctx.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) block(b * rows, std::min(m, (b + 1) * rows));
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t begin = b * part, end = std::min(side, (b + 1) * part);
+      if (by_rows) block(begin, end, int64_t{0}, n);
+      else block(int64_t{0}, m, begin, end);
+    }
   });
 }
 }  // namespace gemm_detail

@@ -10,8 +10,8 @@
 // the output: the same sums, slower. float16 always takes the fallback: oneDNN 2.6 has no float16
 // matmul on CPUs without AVX512-FP16.
 //
-// Both paths cut C's rows into blocks by the product's shape alone, which the device's threads share
-// out (gemm.h, for_row_blocks), and the fallback picks OpenBLAS or oneDNN by the whole product's
+// Both paths cut C into blocks by the product's shape alone, which the device's threads share out
+// (gemm.h, for_fixed_blocks), and the fallback picks OpenBLAS or oneDNN by the whole product's
 // sides, so each element is summed by the same code in the same order on any number of threads.
 #include <Eigen/Core>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -217,20 +217,22 @@ namespace gemm_detail {
 template <class T>
 void low_gemm(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, const Epilogue<T>& e) {
   const Matmul* onednn = onednn_for<T>({.ta = ta, .tb = tb, .bias = e.bias != nullptr, .activation = e.activation}, k);
-  for_row_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1) {
-    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, 0, n);
-    T* cb = c + r0 * n;
-    if (onednn) onednn_block(*onednn, o, cb, n, false, e.bias);
-    else fallback_block<T>(o, m, cb, nullptr, n, 0.0f, e);
+  for_fixed_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, c0, c1);
+    T* cb = c + r0 * n + c0;
+    Epilogue<T> eb = e;
+    if (eb.bias) eb.bias += c0;
+    if (onednn) onednn_block(*onednn, o, cb, n, false, eb.bias);
+    else fallback_block<T>(o, m, cb, nullptr, n, 0.0f, eb);
   });
 }
 
 template <class T>
 void low_gemm_wide(Context& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, float* c, float beta) {
   const Matmul* onednn = beta == 0.0f || beta == 1.0f ? onednn_for<T>({.ta = ta, .tb = tb, .wide = true, .accumulate = beta == 1.0f}, k) : nullptr;
-  for_row_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1) {
-    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, 0, n);
-    float* cb = c + r0 * n;
+  for_fixed_blocks(ctx, m, n, k, [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const Block<T> o(ta, tb, m, n, k, a, b, r0, r1, c0, c1);
+    float* cb = c + r0 * n + c0;
     if (onednn) onednn_block(*onednn, o, cb, n, true, static_cast<const T*>(nullptr));
     else fallback_block<T>(o, m, nullptr, cb, n, beta, {});
   });
