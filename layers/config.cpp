@@ -10,7 +10,7 @@
 namespace tandem::layers {
 
 std::string config_text(const Layer& layer, const Json& args, std::initializer_list<const char*> none) {
-  Json config = config::layer_basics_json(layer.name(), layer.dtype());
+  Json config = config::layer_basics_json(layer.name(), config::saved_policy_name(layer.dtype_policy(), layer.dtype()));
   config["trainable"] = layer.trainable();
   // Keras's base Layer.get_config adds the activity regularizer after dtype, only when set.
   if (layer.activity_regularizer()) config["activity_regularizer"] = config::regularizer_json(layer.activity_regularizer());
@@ -38,8 +38,9 @@ std::shared_ptr<Layer> layer_from_config(const std::string& class_name, const Js
     throw ValueError("unknown layer class \"" + class_name + "\"; the layer classes Tandem can rebuild are: " + known);
   }
   const ConfigReader reader(class_name, config);
-  reader.read_layer_basics();
+  const std::optional<std::string> policy = reader.read_layer_basics();
   std::shared_ptr<Layer> layer = (*found)(reader);
+  if (policy) layer->set_dtype_policy(DTypePolicy(*policy));
   // Every layer takes Keras's activity_regularizer (the base Layer's argument), unless its own
   // fields read it: a layer that takes it itself sets it (Conv2D) or passes it on (MultiHeadAttention
   // applies it to its projections, not to its output).

@@ -480,6 +480,57 @@ def tensorflow_checks(build: Path) -> bool:
     return subprocess.call([sys.executable, __file__, "--build", str(build), "--in-venv", "--tensorflow-models"], env=env) == 0
 
 
+# ---- Mixed precision (make_keras_files.MIXED_MODELS): the layers' dtype policies, both ways ----
+# Tandem records and saves the policies but computes in float32 until its casting pass exists, so
+# the predictions of Keras's mixed_bfloat16 model are compared at a bfloat16 tolerance only.
+MIXED_TOLERANCE = 0.05
+
+
+def mixed_precision_checks(build: Path, work: Path) -> bool:
+    import keras
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests" / "data"))
+    import make_keras_files as fixtures
+
+    work.mkdir(parents=True, exist_ok=True)
+    made = {}
+    for i, name in enumerate(fixtures.MIXED_MODELS):
+        keras.utils.set_random_seed(90 + i)
+        rng = np.random.default_rng(95 + i)
+        model = fixtures.model(name)
+        model.fit(*fixtures.data(name, model, rng, 16), batch_size=8, epochs=1, shuffle=False, verbose=0)
+        model.save(work / f"archive_{name}.keras")
+        x, _ = fixtures.data(name, model, rng, 4)
+        x_next, y_next = fixtures.data(name, model, rng, 8)
+        data = {"x": fixtures.tensor(x), "x_next": fixtures.tensor(x_next), "y_next": fixtures.tensor(y_next)}
+        (work / f"archive_{name}_data.json").write_text(json.dumps(data))
+        policies = {layer.name: layer.dtype_policy.name for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)}
+        made[name] = (np.asarray(model.predict(x, verbose=0)), x, policies)
+    if subprocess.call([str(build / "keras_interop_tool"), "predict", str(work), *fixtures.MIXED_MODELS]) != 0:
+        print("Tandem cannot load Keras's mixed-precision files -> FAIL")
+        return False
+    ok = True
+    for name, (y, x, policies) in made.items():
+        tandem = json.loads((work / f"archive_{name}_tandem.json").read_text())
+        diff = float(np.max(np.abs(y - array(tandem["y_loaded"]))))
+        good = diff <= MIXED_TOLERANCE
+        print(f"{name} (policies {sorted(set(policies.values()))})\n  Tandem loads Keras's .keras: max |y_keras - y_tandem| = "
+              f"{diff:.2e} (bfloat16 against float32) -> {'ok' if good else 'FAIL'}")
+        ok &= good
+        model, clean = load_in_keras(work / f"archive_{name}_from_tandem.keras")
+        ok &= clean
+        if model is None:
+            continue
+        got = {layer.name: layer.dtype_policy.name for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)}
+        diff = float(np.max(np.abs(np.asarray(model.predict(x, verbose=0)) - array(tandem["y_saved"]))))
+        good = got == policies and diff <= MIXED_TOLERANCE
+        print(f"  Keras loads Tandem's archive: the same policies: {got == policies}; max |y_keras - y_tandem| = {diff:.2e} "
+              f"-> {'ok' if good else 'FAIL'}")
+        ok &= good
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=str(ROOT / "build"), help="the CMake build folder (default: build)")
@@ -499,6 +550,7 @@ def main():
     ok &= multi_io_checks(build, build / "keras-interop")
     ok &= predict_only_checks(build, build / "keras-interop")
     ok &= adamax_checks(build, build / "keras-interop")
+    ok &= mixed_precision_checks(build, build / "keras-interop")
     ok &= tensorflow_checks(build)
     print("Keras interop: " + ("PASSED" if ok else "FAILED"))
     sys.exit(0 if ok else 1)

@@ -87,9 +87,11 @@ TEST_CASE("keras files: a layer config with a key or value Tandem does not imple
   CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("Conv2D", conv),
                        doctest::Contains("Conv2D \"conv2d\": config key \"data_format\": expected \"channels_last\""), tandem::ValueError);
   tandem::layers::Json norm = config_of("layer_normalization");
-  norm["dtype"] = "mixed_float16";
+  norm["dtype"] = "float8";
   CHECK_THROWS_WITH_AS(tandem::layers::layer_from_config("LayerNormalization", norm),
-                       doctest::Contains("config key \"dtype\": expected \"float32\", \"float64\" or Keras's DTypePolicy"), tandem::ValueError);
+                       doctest::Contains("LayerNormalization \"layer_normalization\": config key \"dtype\": expected a dtype policy (\"mixed_float16\", "
+                                         "\"mixed_bfloat16\", \"float32\", \"float64\", \"bfloat16\", \"float16\")"),
+                       tandem::ValueError);
 }
 
 TEST_CASE("keras files: Keras 3 archives and legacy .h5 files load, predict as Keras did and continue training as Keras did") {

@@ -11,6 +11,7 @@
 
 #include "tandem/initializers.h"
 #include "tandem/layer_config.h"
+#include "tandem/mixed_precision.h"
 #include "tandem/regularizers.h"
 #include "tandem/tensor.h"
 
@@ -98,6 +99,13 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // The float dtype the layer computes in and keeps its weights in: its first float input's
   // when it was built (float32 or float64), float32 for integer inputs.
   DType dtype() const { return dtype_; }
+  // Keras's layer.dtype_policy: the global policy when the layer was made
+  // (mixed_precision::set_global_policy), or the one set here or read from a saved config. Saved
+  // in the layer's config as Keras writes it. Until the pass that computes in the policy's compute
+  // dtype exists (docs/mixed-precision.md), the layer computes as dtype() says.
+  const DTypePolicy& dtype_policy() const { return dtype_policy_; }
+  void set_dtype_policy(const DTypePolicy& policy) { dtype_policy_ = policy; }
+  void set_dtype_policy(const std::string& name);  // ValueError naming the layer for an unknown name
   const std::vector<VariablePtr>& weights() const { return weights_; }
   int64_t count_params() const;
   // Keras's layer.trainable. False freezes the layer and its sublayers: fit leaves their weights
@@ -179,6 +187,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::string name_;
   bool built_ = false;
   DType dtype_ = DType::F32;
+  DTypePolicy dtype_policy_;  // the global one at construction
   std::vector<VariablePtr> weights_;
   std::vector<std::shared_ptr<Layer>> sublayers_;
   bool trainable_ = true;

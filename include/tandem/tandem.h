@@ -12,6 +12,7 @@
 #include "tandem/layers.h"
 #include "tandem/losses.h"
 #include "tandem/metrics.h"
+#include "tandem/mixed_precision.h"
 #include "tandem/model.h"
 #include "tandem/ops.h"
 #include "tandem/optimizers.h"

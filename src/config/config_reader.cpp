@@ -1,6 +1,8 @@
 // Reading configs with errors that name the key.
 #include "config/config_reader.h"
 
+#include <algorithm>
+
 #include "tandem/errors.h"
 
 namespace tandem::config {
@@ -11,14 +13,23 @@ std::string shorten(const std::string& text) { return text.size() <= 80 ? text :
 
 }  // namespace
 
-Json dtype_policy_json(DType dtype) {
-  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", dtype_name(dtype)}}}, {"registered_name", nullptr}};
+Json dtype_policy_json(DType dtype) { return dtype_policy_json(std::string(dtype_name(dtype))); }
+
+Json dtype_policy_json(const std::string& policy_name) {
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", policy_name}}}, {"registered_name", nullptr}};
+}
+
+std::string saved_policy_name(const DTypePolicy& policy, DType layer_dtype) {
+  const bool low = policy.compute_dtype() == DType::BF16 || policy.compute_dtype() == DType::F16;
+  return policy.is_mixed() || low ? policy.name() : std::string(dtype_name(layer_dtype));
 }
 
 Json int2_json(const Int2& v) { return Json::array({v.h, v.w}); }
 
-Json layer_basics_json(const std::string& name, DType dtype) {
-  return {{"name", name}, {"trainable", true}, {"dtype", dtype_policy_json(dtype)}};
+Json layer_basics_json(const std::string& name, DType dtype) { return layer_basics_json(name, std::string(dtype_name(dtype))); }
+
+Json layer_basics_json(const std::string& name, const std::string& policy_name) {
+  return {{"name", name}, {"trainable", true}, {"dtype", dtype_policy_json(policy_name)}};
 }
 
 ConfigReader::ConfigReader(std::string class_name, const Json& config) : class_name_(std::move(class_name)), config_(config) {
@@ -47,17 +58,29 @@ void ConfigReader::expect_null(std::initializer_list<const char*> keys) const {
   for (const char* key : keys) expect(key, nullptr);
 }
 
-void ConfigReader::read_layer_basics() const {
+std::optional<std::string> ConfigReader::read_layer_basics() const {
   name();
   read_.insert("name");
   if (const Json* trainable = value("trainable"); trainable && !trainable->is_boolean()) fail("trainable", "true or false");
-  // A layer computes in the float dtype of its inputs, so the config's says no more than they do.
+  // Keras writes {"module": "keras", "class_name": "DTypePolicy", "config": {"name": ...}} (3.4 and
+  // 3.5: "FloatDTypePolicy"), and reads a plain name too.
   const Json* dtype = value("dtype");
-  if (!dtype || dtype->is_null() || *dtype == "float32" || *dtype == "float64") return;
-  const bool policy = dtype->is_object() && dtype->value("class_name", "") == "DTypePolicy" && dtype->contains("config") &&
-                      dtype->at("config").is_object() &&
-                      (dtype->at("config").value("name", "") == "float32" || dtype->at("config").value("name", "") == "float64");
-  if (!policy) fail("dtype", "\"float32\", \"float64\" or Keras's DTypePolicy named one of them (Tandem's layers compute in those)");
+  if (!dtype || dtype->is_null()) return std::nullopt;
+  std::string name;
+  if (dtype->is_string()) {
+    name = dtype->get<std::string>();
+  } else if (dtype->is_object() && (dtype->value("class_name", "") == "DTypePolicy" || dtype->value("class_name", "") == "FloatDTypePolicy") &&
+             dtype->contains("config") && dtype->at("config").is_object() && dtype->at("config").contains("name") &&
+             dtype->at("config").at("name").is_string()) {
+    name = dtype->at("config").at("name").get<std::string>();
+  }
+  const auto& accepted = DTypePolicy::accepted_names();
+  if (std::find(accepted.begin(), accepted.end(), name) == accepted.end()) {
+    std::string list;
+    for (const std::string& n : accepted) list += (list.empty() ? "\"" : ", \"") + n + "\"";
+    fail("dtype", "a dtype policy (" + list + "), as a name or Keras's DTypePolicy");
+  }
+  return name;
 }
 
 void ConfigReader::check_all_read() const {

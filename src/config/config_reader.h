@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tandem/layers/conv.h"
+#include "tandem/mixed_precision.h"
 
 namespace tandem::config {
 
@@ -28,9 +29,14 @@ Json constraint_json(const Constraint& constraint);
 // A layer's dtype as Keras 3 writes it: {"module": "keras", "class_name": "DTypePolicy", "config":
 // {"name": "float32"}, "registered_name": null}.
 Json dtype_policy_json(DType dtype = DType::F32);
+Json dtype_policy_json(const std::string& policy_name);
+// The policy name a layer's config records: a mixed or 16-bit policy as set; otherwise the float
+// dtype the layer computes in (its inputs' float32 or float64), which is what its weights hold.
+std::string saved_policy_name(const DTypePolicy& policy, DType layer_dtype);
 Json int2_json(const Int2& v);  // [h, w]
 // The keys every layer's config starts with, as Keras 3 writes them: name, trainable, dtype.
 Json layer_basics_json(const std::string& name, DType dtype);
+Json layer_basics_json(const std::string& name, const std::string& policy_name);
 
 // Reads one config (a layer's, an optimizer's, a loss's). Every accessor throws ValueError naming
 // the class, the layer and the key: `Dense "fc": config key "units": expected a positive integer,
@@ -58,9 +64,10 @@ class ConfigReader {
   // Keys Tandem does not implement: accepted only with the value that means "not used".
   void expect(const char* key, const Json& only) const;
   void expect_null(std::initializer_list<const char*> keys) const;  // each absent or null
-  // The keys every Keras layer config starts with: name, trainable (true) and dtype (float32, as a
-  // string or Keras 3's DTypePolicy).
-  void read_layer_basics() const;
+  // The keys every Keras layer config starts with: name, trainable (true) and dtype (a dtype
+  // policy's name, as a string or Keras 3's DTypePolicy). Returns the policy's name; empty when the
+  // config gives none (absent or null).
+  std::optional<std::string> read_layer_basics() const;
   // The value of `key` (null when absent), counted as read: for values an accessor does not cover.
   const Json* value(const char* key) const;
   // Throws ValueError for the first key no accessor read (a regularizer or constraint key set to

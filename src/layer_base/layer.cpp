@@ -56,6 +56,14 @@ Symbol Input(Shape shape, DType dtype, const std::string& name) {
 Layer::Layer(const std::string& class_prefix, const std::string& name)
     : name_(name.empty() ? unique_layer_name(class_prefix) : name) {}
 
+void Layer::set_dtype_policy(const std::string& name) {
+  try {
+    dtype_policy_ = DTypePolicy(name);
+  } catch (const ValueError& e) {
+    throw ValueError(who() + ": dtype " + std::string(e.what()).substr(std::string("DTypePolicy: ").size()));
+  }
+}
+
 int64_t Layer::count_params() const {
   int64_t n = 0;
   for (const auto& w : weights_) n += w->value().size();

@@ -81,7 +81,7 @@ LayerConfig Layer::get_config() const {
 }
 
 std::string Layer::config_json() const {
-  Json config = config::layer_basics_json(name_, dtype_);
+  Json config = config::layer_basics_json(name_, config::saved_policy_name(dtype_policy_, dtype_));
   config["trainable"] = trainable_;
   const Json own = Json::parse(get_config().json());
   for (const auto& [key, value] : own.items()) config[key] = value;

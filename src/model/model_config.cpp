@@ -130,8 +130,16 @@ Json functional_config(const ModelGraph& m, ConfigForm form) {
     const Node* n = s.node().get();
     return n->layer ? Json::array({n->layer->name(), node_index.at(n->call_node()), n->index}) : Json::array({n->input_name, 0, 0});
   };
+  // Keras records a layer's float outputs in its policy's compute dtype (bfloat16 under
+  // mixed_bfloat16); Tandem's are float32 until its casting pass exists, but the config says what
+  // Keras's would.
+  auto tensor_dtype = [](const Symbol& s) {
+    const Node* n = s.node().get();
+    const bool low = n->layer && (n->layer->dtype_policy().compute_dtype() == DType::BF16 || n->layer->dtype_policy().compute_dtype() == DType::F16);
+    return std::string(dtype_name(low && s.dtype() == DType::F32 ? n->layer->dtype_policy().compute_dtype() : s.dtype()));
+  };
   auto tensor = [&](const Symbol& s) {
-    Json config{{"shape", shape_json(s.shape())}, {"dtype", dtype_name(s.dtype())}};
+    Json config{{"shape", shape_json(s.shape())}, {"dtype", tensor_dtype(s)}};
     config["keras_history"] = history(s);
     return Json{{"class_name", "__keras_tensor__"}, {"config", config}};
   };

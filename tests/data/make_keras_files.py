@@ -791,5 +791,69 @@ def data(name, m, rng, n):  # noqa: F811
     return penalty_layers_data(name, m, rng, n) if name in PENALTY_LAYER_MODELS else _data_before_penalty_layers(name, m, rng, n)
 
 
+# ---- Mixed precision: a model under Keras's mixed_bfloat16 dtype policy ----
+#   mixed_bf16    Dense(relu) -> LayerNormalization -> Dense(tanh), all made under the global policy
+#                 mixed_bfloat16, then Dense(3, dtype="float32") (functional; SGD): the configs record
+#                 each layer's policy, and the weights are float32 (the policies' variable dtype)
+# Keras computes these layers in bfloat16; its predictions (and the policies) go to
+# keras/mixed_models.json, not models.json, since they are compared with a bfloat16 tolerance.
+# Remade with every full run, or by naming it.
+MIXED_MODELS = ["mixed_bf16"]
+SEED_ORDER += MIXED_MODELS
+_model_before_mixed, _data_before_mixed, _main_before_mixed = model, data, main
+
+
+def mixed_model():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        x = keras.Input((6,))
+        h = layers.Dense(8, activation="relu")(x)
+        h = layers.LayerNormalization()(h)
+        h = layers.Dense(8, activation="tanh")(h)
+        m = keras.Model(x, layers.Dense(3, dtype="float32")(h), name="mixed_bf16")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    m.compile(optimizer=keras.optimizers.SGD(0.05), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def model(name):  # noqa: F811
+    return mixed_model() if name in MIXED_MODELS else _model_before_mixed(name)
+
+
+def data(name, m, rng, n):  # noqa: F811
+    if name in MIXED_MODELS:
+        return rng.standard_normal((n, 6)).astype("float32"), rng.integers(0, 3, size=(n,)).astype("int32")
+    return _data_before_mixed(name, m, rng, n)
+
+
+def make_mixed(name, models):
+    i = SEED_ORDER.index(name)
+    keras.utils.set_random_seed(10 + i)
+    rng = np.random.default_rng(20 + i)
+    m = model(name)
+    m.fit(*data(name, m, rng, 16), batch_size=8, epochs=1, shuffle=False, verbose=0)
+    m.save(OUT / f"{name}.keras")
+    repack(OUT / f"{name}.keras")
+    x, _ = data(name, m, rng, 4)
+    models[name] = {"x": tensor(x), "y": tensor(np.asarray(m.predict(x, verbose=0), dtype="float32")),
+                    "policies": {layer.name: layer.dtype_policy.name for layer in m.layers}}
+
+
+def main(names):  # noqa: F811
+    mixed = [n for n in names if n in MIXED_MODELS] if names else MIXED_MODELS
+    others = [n for n in names if n not in MIXED_MODELS]
+    if others or not names:
+        _main_before_mixed(others)
+    if mixed:
+        OUT.mkdir(exist_ok=True)
+        path = OUT / "mixed_models.json"
+        models = json.loads(path.read_text()) if path.exists() and names else {}
+        models["keras_version"] = keras.__version__
+        for name in mixed:
+            make_mixed(name, models)
+        path.write_text(json.dumps(models) + "\n")
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])

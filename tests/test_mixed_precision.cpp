@@ -1,0 +1,171 @@
+// Keras's dtype policies: the names and the dtypes they give, the global policy that layers take
+// when they are made, the per-layer override, and the `dtype` key of layer configs written and read
+// exactly as Keras 3 does (DTypePolicy objects and plain names), with a Keras-made mixed_bfloat16
+// model (tests/data/make_keras_files.py, MIXED_MODELS) loading with its policies. Tandem does not
+// yet compute in a policy's low dtype (no casting pass), so its predictions of that model are
+// float32 ones: they are compared with Keras's bfloat16 ones at a bfloat16 tolerance only.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <tandem/tandem.h>
+
+#include "io/hdf5_file.h"
+#include "layers/config.h"
+#include "scratch_dir.h"
+#include "tests/keras_file_helpers.h"
+
+namespace fs = std::filesystem;
+namespace tl = tandem::layers;
+namespace mp = tandem::mixed_precision;
+using namespace keras_file_helpers;
+using tandem::DTypePolicy;
+
+namespace {
+
+const fs::path kData = fs::path(TANDEM_TEST_DATA) / "keras";
+const ScratchRoot scratch_root("tandem_mixed_precision");
+
+// Sets the global policy for one scope, and puts float32 back after it.
+struct GlobalPolicy {
+  explicit GlobalPolicy(const std::string& name) { mp::set_global_policy(name); }
+  ~GlobalPolicy() { mp::set_global_policy("float32"); }
+};
+
+Json keras_policy(const std::string& name) {
+  return Json{{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", name}}}, {"registered_name", nullptr}};
+}
+
+// The config entry of the layer called `name` in an archive's config.json.
+Json layer_entry(const Json& config, const std::string& name) {
+  for (const Json& l : config.at("config").at("layers"))
+    if (l.at("config").at("name") == name) return l.at("config");
+  FAIL("no layer " << name);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("DTypePolicy: Keras's names and the compute and variable dtypes they give") {
+  struct Case {
+    const char* name;
+    DType compute, variable;
+  };
+  for (const Case& c : {Case{"mixed_float16", DType::F16, DType::F32}, Case{"mixed_bfloat16", DType::BF16, DType::F32},
+                        Case{"float32", DType::F32, DType::F32}, Case{"float64", DType::F64, DType::F64},
+                        Case{"bfloat16", DType::BF16, DType::BF16}, Case{"float16", DType::F16, DType::F16}}) {
+    const DTypePolicy p(c.name);
+    CHECK(p.name() == c.name);
+    CHECK(p.compute_dtype() == c.compute);
+    CHECK(p.variable_dtype() == c.variable);
+    CHECK(p.is_mixed() == (c.compute != c.variable));
+  }
+  CHECK(DTypePolicy("mixed_bfloat16").str() == "<DTypePolicy \"mixed_bfloat16\">");
+  CHECK_THROWS_WITH_AS(DTypePolicy("mixed_float8"),
+                       "DTypePolicy: cannot convert \"mixed_float8\" to a dtype policy; the policies are \"mixed_float16\", "
+                       "\"mixed_bfloat16\", \"float32\", \"float64\", \"bfloat16\", \"float16\"",
+                       tandem::ValueError);
+  CHECK_THROWS_AS(mp::set_global_policy("int8"), tandem::ValueError);
+}
+
+TEST_CASE("layers take the global policy when they are made; a layer's own policy overrides it") {
+  CHECK(mp::global_policy().name() == "float32");
+  CHECK(DTypePolicy().name() == "float32");
+  const auto before = tl::Dense(3);
+  {
+    const GlobalPolicy mixed("mixed_bfloat16");
+    CHECK(mp::global_policy() == DTypePolicy("mixed_bfloat16"));
+    CHECK(DTypePolicy().name() == "mixed_bfloat16");
+    const auto during = tl::Dense(3);
+    CHECK(during->dtype_policy().name() == "mixed_bfloat16");
+    during->set_dtype_policy("float32");
+    CHECK(during->dtype_policy().name() == "float32");
+    CHECK(tl::LayerNormalization()->dtype_policy().compute_dtype() == DType::BF16);
+  }
+  CHECK(before->dtype_policy().name() == "float32");
+  CHECK(tl::Dense(3)->dtype_policy().name() == "float32");
+  const auto d = tl::Dense(3, "", {.name = "head"});
+  CHECK_THROWS_WITH_AS(d->set_dtype_policy("half"),
+                       doctest::Contains("Dense \"head\": dtype cannot convert \"half\" to a dtype policy; the policies are \"mixed_float16\""),
+                       tandem::ValueError);
+}
+
+TEST_CASE("a mixed-policy model's .keras records each layer's policy as Keras writes it, with float32 weights, and loads back") {
+  tandem::set_random_seed(5);
+  std::unique_ptr<tandem::Model> model;
+  {
+    const GlobalPolicy mixed("mixed_bfloat16");
+    const tandem::Symbol x = tandem::Input({6}, DType::F32, "x");
+    const auto hidden = tl::Dense(8, "relu", {.name = "hidden"});
+    const auto head = tl::Dense(3, "", {.name = "head"});
+    head->set_dtype_policy("float32");  // Keras's Dense(3, dtype="float32")
+    model = std::make_unique<tandem::Model>(x, head(hidden(x)));
+  }
+  model->compile({.optimizer = "sgd", .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  const fs::path file = scratch_root.fresh("archive") / "mixed.keras";
+  model->save(file.string());
+  const Json config = Json::parse(zip_entry(file, "config.json"));
+  CHECK(layer_entry(config, "hidden").at("dtype") == keras_policy("mixed_bfloat16"));
+  CHECK(layer_entry(config, "head").at("dtype") == keras_policy("float32"));
+  CHECK(layer_entry(config, "x").at("dtype") == "float32");  // the input's dtype, as Keras writes it
+  // The policies' variable dtype: float32 in the weights file.
+  const auto weights = tandem::io::H5File::open_image("model.weights.h5", zip_entry(file, "model.weights.h5"));
+  int checked = 0;
+  for (const std::string& layer : weights.children("layers"))
+    for (const char* var : {"/vars/0", "/vars/1"})
+      if (weights.exists("layers/" + layer + var)) {
+        CHECK(weights.dataset_info("layers/" + layer + var).type_name == "float32");
+        ++checked;
+      }
+  CHECK(checked == 4);
+
+  // Loading sets the recorded policies, whatever the global policy is now.
+  const GlobalPolicy other("mixed_float16");
+  const std::unique_ptr<tandem::Model> again = tandem::load_model(file.string());
+  CHECK(again->get_layer("hidden")->dtype_policy().name() == "mixed_bfloat16");
+  CHECK(again->get_layer("head")->dtype_policy().name() == "float32");
+  for (const Tensor& w : again->get_layer("hidden")->get_weights()) CHECK(w.dtype() == DType::F32);
+}
+
+TEST_CASE("a layer config's dtype: Keras's DTypePolicy, its older FloatDTypePolicy, or a plain name; anything else is refused") {
+  Json dense = {{"name", "d"}, {"trainable", true}, {"units", 2}};
+  for (const Json& dtype : {Json("mixed_float16"), keras_policy("mixed_float16"),
+                            Json{{"module", "keras"}, {"class_name", "FloatDTypePolicy"}, {"config", {{"name", "mixed_float16"}}}, {"registered_name", nullptr}}}) {
+    dense["dtype"] = dtype;
+    const auto layer = tl::layer_from_config("Dense", tl::Json::parse(dense.dump()));
+    CHECK(layer->dtype_policy().name() == "mixed_float16");
+    CHECK(Json::parse(layer->config_json()).at("dtype") == keras_policy("mixed_float16"));  // always written as Keras 3 writes it
+  }
+  dense["dtype"] = Json{{"class_name", "DTypePolicy"}, {"config", {{"name", "float8"}}}};
+  CHECK_THROWS_WITH_AS(tl::layer_from_config("Dense", tl::Json::parse(dense.dump())),
+                       doctest::Contains("Dense \"d\": config key \"dtype\": expected a dtype policy (\"mixed_float16\", \"mixed_bfloat16\", "
+                                         "\"float32\", \"float64\", \"bfloat16\", \"float16\"), as a name or Keras's DTypePolicy"),
+                       tandem::ValueError);
+}
+
+TEST_CASE("a Keras-made mixed_bfloat16 .keras loads with its policies and is written back as Keras wrote it") {
+  const Json refs = read_json(kData / "mixed_models.json");
+  const Json& m = refs.at("mixed_bf16");
+  const fs::path keras_file = kData / "mixed_bf16.keras";
+  const std::unique_ptr<tandem::Model> model = tandem::load_model(keras_file.string());
+  for (const auto& [name, policy] : m.at("policies").items()) {
+    if (name == "input_layer") continue;  // an InputLayer's config records the input's dtype, not a policy
+    INFO("layer " << name);
+    CHECK(model->get_layer(name)->dtype_policy().name() == policy.get<std::string>());
+  }
+  for (const Tensor& w : model->get_weights()) CHECK(w.dtype() == DType::F32);  // Keras saved float32 variables
+
+  // Keras computed in bfloat16 (the last Dense in float32); Tandem, without the casting pass yet,
+  // computes all in float32. The difference is bfloat16's rounding carried through three layers:
+  // each rounding is within 2^-8 relative, and the outputs are of order 1, so 0.05 is a bound with
+  // margin, not a check of equal arithmetic.
+  const Tensor x = tensor_of(m.at("x"), DType::F32), y = tensor_of(m.at("y"), DType::F32);
+  const double diff = max_difference(model->predict(x), y);
+  MESSAGE("max |y_keras(mixed_bfloat16) - y_tandem(float32)| = " << diff);
+  CHECK(diff <= 0.05);
+
+  // Written back: the same config as Keras's, policies included.
+  const fs::path mine = scratch_root.fresh("keras") / "mixed_bf16.keras";
+  model->save(mine.string());
+  const Json keras_config = Json::parse(zip_entry(keras_file, "config.json")), config = Json::parse(zip_entry(mine, "config.json"));
+  CHECK(comparable(config.at("config"), keras_config.at("config")) == without_ids(keras_config.at("config")));
+}
