@@ -516,6 +516,15 @@ void elementwise_kernels() {
 
 }  // namespace
 
+TEST_CASE("low precision: transpose moves 16-bit values unchanged") {
+  const Shape s{3, 4, 5};
+  const auto x = random_low<Eigen::bfloat16>(60, 7);
+  const auto y = run_kernel<Eigen::bfloat16>("transpose", {{"perm", std::vector<int64_t>{2, 0, 1}}}, {s}, {&x}, Shape{5, 3, 4}, 2);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 5; ++k) CHECK(wide(y[size_t((k * 3 + i) * 4 + j)]) == wide(x[size_t((i * 4 + j) * 5 + k)]));
+}
+
 TEST_CASE("low precision: bfloat16 elementwise kernels (activations, their gradients, add/sub/mul/div, bias_add, activation_bias_grad) round once from float32") {
   elementwise_kernels<Eigen::bfloat16>();
 }
