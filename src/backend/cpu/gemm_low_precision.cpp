@@ -224,11 +224,20 @@ void fallback_block(const Block<T>& o, int64_t m, T* c, float* wide_c, int64_t l
   else widen(o.a, o.rows, o.k, o.lda, a);
   if (o.tb) widen(o.b, o.cols, o.k, o.ldb, b);
   else widen(o.b, o.k, o.cols, o.ldb, b);
+  // An empty sum (k = 0) is zero; the BLASes refuse its leading dimension of 0.
+  const auto product = [&](float* into, int64_t ld, float scale) {
+    if (o.k > 0) {
+      gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, into, ld, scale, short_product);
+      return;
+    }
+    for (int64_t r = 0; r < o.rows; ++r)
+      for (int64_t j = 0; j < o.cols; ++j) into[r * ld + j] = scale == 0.0f ? 0.0f : scale * into[r * ld + j];
+  };
   if (wide_c) {
-    gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, wide_c, ldc, beta, short_product);
+    product(wide_c, ldc, beta);
     return;
   }
-  gemm_detail::sgemm(o.ta, o.tb, o.rows, o.cols, o.k, a, o.ta ? o.rows : o.k, b, o.tb ? o.k : o.cols, cf, o.cols, 0.0f, short_product);
+  product(cf, o.cols, 0.0f);
   Epilogue<float> ef{.activation = e.activation};
   if (e.bias) {
     float* bias = cf + c_size;
