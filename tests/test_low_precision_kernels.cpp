@@ -28,6 +28,8 @@
 #include "backend/cpu/gemm.h"
 #include "backend/kernel_registry.h"
 #include "ops/conv.h"
+#include "ops/ops.h"
+#include "tests/op_runner.h"
 
 namespace cpu = tandem::backend::cpu;
 using tandem::DType;
@@ -531,4 +533,32 @@ TEST_CASE("low precision: bfloat16 elementwise kernels (activations, their gradi
 
 TEST_CASE("low precision: float16 elementwise kernels round once from float32") {
   elementwise_kernels<Eigen::half>();
+}
+
+TEST_CASE("low precision: a bfloat16 graph (matmul, bias_add, relu) runs through the planner and runtime on cpu:0 within bf16's bound") {
+  tandem::graph::Graph g;
+  const int64_t m = 48, k = 200, n = 24;
+  const auto a = random_low<Eigen::bfloat16>(size_t(m * k), 901), w = random_low<Eigen::bfloat16>(size_t(k * n), 902),
+             b = random_low<Eigen::bfloat16>(size_t(n), 903);
+  const auto tensor = [](const Shape& s, const std::vector<Eigen::bfloat16>& v) {
+    std::vector<tandem::bfloat16> bits(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) bits[i] = tandem::bfloat16(static_cast<float>(v[i]));  // exact: the same value
+    return tandem::Tensor::from(s, std::span<const tandem::bfloat16>(bits));
+  };
+  const auto pa = g.placeholder("a", {Shape{m, k}, DType::BF16}), pw = g.placeholder("w", {Shape{k, n}, DType::BF16}),
+             pb = g.placeholder("b", {Shape{n}, DType::BF16});
+  const auto y = tandem::ops::relu(g, tandem::ops::bias_add(g, tandem::ops::matmul(g, pa, pw), pb));
+  const tandem::Tensor out = op_runner::run(g, {{"a", tensor({m, k}, a)}, {"w", tensor({k, n}, w)}, {"b", tensor({n}, b)}}, {y}).at(0);
+  REQUIRE(out.dtype() == DType::BF16);
+  WorstRatio worst;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      Sum s;
+      for (int64_t q = 0; q < k; ++q) s.add(wide(a[size_t(i * k + q)]) * wide(w[size_t(q * n + j)]));
+      // The unfused graph rounds twice (the product, then bias and relu): 2u.
+      const double product = s.value, ref = std::max(0.0, product + wide(b[size_t(j)]));
+      const double limit = 0x1p-8 * (std::fabs(product) + std::fabs(ref)) + bound<Eigen::bfloat16>(0, s.magnitude + std::fabs(wide(b[size_t(j)])), k);
+      worst.see(out.item(i * n + j), ref, limit, "y");
+    }
+  MESSAGE("bfloat16 graph: largest |err| / bound " << worst.ratio);
 }
