@@ -229,7 +229,10 @@ Tensor read_variable(const H5File& f, const std::string& at, const Variable& v, 
   // (TensorFlow) or int32 (JAX, PyTorch).
   const bool integer = cur.dtype() == DType::I32 || cur.dtype() == DType::I64;
   const bool integer_ok = (step_count || integer) && (info.dtype == DType::I32 || info.dtype == DType::I64);
-  if (info.dtype != cur.dtype() && !integer_ok)
+  // A bfloat16 or float16 weight (Keras's "bfloat16" and "float16" policies keep them so) widens
+  // exactly into a float32 or float64 variable, where Tandem keeps it.
+  const bool widening = (info.dtype == DType::BF16 || info.dtype == DType::F16) && (cur.dtype() == DType::F32 || cur.dtype() == DType::F64);
+  if (info.dtype != cur.dtype() && !integer_ok && !widening)
     throw Error(file + ": " + at + ": expected dtype " + dtype_name(cur.dtype()) + ", got " + info.type_name + what);
   Tensor value(cur.shape(), cur.dtype());
   f.read_dataset_into(at, value);

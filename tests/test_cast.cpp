@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "autodiff/autodiff.h"
@@ -187,5 +189,25 @@ TEST_CASE("gradient through casts to float32, bfloat16 and float16 and back") {
       for (auto t = c.dtypes.rbegin(); t != c.dtypes.rend(); ++t) expected = Tensor(f64({expected})).cast(*t).item(0);
       CHECK(r.analytic[j] == expected);
     }
+  }
+}
+
+TEST_CASE("cast of a large tensor (split across the CPU's threads) equals Tensor::cast element by element") {
+  // Random magnitudes from 2^-120 to 2^120 (float32's normal range, so nothing is flushed), random
+  // signs, and every 7th value put on a bfloat16 or float16 tie.
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> exponent(-120, 120), mantissa(1, 2);
+  std::vector<double> x(200003);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::ldexp(mantissa(gen), static_cast<int>(exponent(gen))) * (gen() % 2 ? -1 : 1);
+    if (i % 7 == 0) x[i] = (1.0 + (i % 14 == 0 ? 0x1p-8 : 0x1p-11) * static_cast<double>(2 * (i % 5) + 1)) * std::ldexp(1.0, static_cast<int>(i % 20));
+  }
+  const Tensor t = f64(x);
+  for (DType to : {DType::BF16, DType::F16}) {
+    INFO(tandem::dtype_name(to));
+    const Tensor op = cast_op(t, to), host = t.cast(to);
+    CHECK(std::memcmp(op.raw(), host.raw(), host.bytes()) == 0);
+    const Tensor back = cast_op(op, DType::F32), host_back = host.cast(DType::F32);
+    CHECK(std::memcmp(back.raw(), host_back.raw(), host_back.bytes()) == 0);
   }
 }

@@ -1,7 +1,8 @@
 // Keras's dtype policies: the names and the dtypes they give, the global policy that layers take
 // when they are made, the per-layer override, and the `dtype` key of layer configs written and read
-// exactly as Keras 3 does (DTypePolicy objects and plain names), with a Keras-made mixed_bfloat16
-// model (tests/data/make_keras_files.py, MIXED_MODELS) loading with its policies. Tandem does not
+// exactly as Keras 3 does (DTypePolicy objects and plain names), with Keras-made models under
+// mixed_bfloat16, float16 and bfloat16 policies (tests/data/make_keras_files.py, MIXED_MODELS)
+// loading with their policies and weights. Tandem does not
 // yet compute in a policy's low dtype (no casting pass), so its predictions of that model are
 // float32 ones: they are compared with Keras's bfloat16 ones at a bfloat16 tolerance only.
 #include <doctest/doctest.h>
@@ -126,6 +127,26 @@ TEST_CASE("a mixed-policy model's .keras records each layer's policy as Keras wr
   for (const Tensor& w : again->get_layer("hidden")->get_weights()) CHECK(w.dtype() == DType::F32);
 }
 
+TEST_CASE("a Sequential records the global policy when it was made, as Keras's config does, and keeps it through a save and load") {
+  std::unique_ptr<tandem::Sequential> model;
+  {
+    const GlobalPolicy mixed("mixed_bfloat16");
+    model = std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{tl::InputLayer({6}), tl::Dense(4)});
+  }
+  const fs::path dir = scratch_root.fresh("sequential");
+  model->save((dir / "seq.keras").string());
+  const Json config = Json::parse(zip_entry(dir / "seq.keras", "config.json")).at("config");
+  CHECK(config.at("dtype") == keras_policy("mixed_bfloat16"));
+  CHECK(config.at("layers").at(1).at("config").at("dtype") == keras_policy("mixed_bfloat16"));
+  const std::unique_ptr<tandem::Model> again = tandem::load_model((dir / "seq.keras").string());  // the global policy is float32 here
+  again->save((dir / "again.keras").string());
+  CHECK(Json::parse(zip_entry(dir / "again.keras", "config.json")).at("config").at("dtype") == keras_policy("mixed_bfloat16"));
+  // A Sequential made under float32 writes its input's float dtype, as before.
+  tandem::Sequential plain({tl::InputLayer({6}), tl::Dense(4)});
+  plain.save((dir / "plain.keras").string());
+  CHECK(Json::parse(zip_entry(dir / "plain.keras", "config.json")).at("config").at("dtype") == keras_policy("float32"));
+}
+
 TEST_CASE("a layer config's dtype: Keras's DTypePolicy, its older FloatDTypePolicy, or a plain name; anything else is refused") {
   Json dense = {{"name", "d"}, {"trainable", true}, {"units", 2}};
   for (const Json& dtype : {Json("mixed_float16"), keras_policy("mixed_float16"),
@@ -142,30 +163,46 @@ TEST_CASE("a layer config's dtype: Keras's DTypePolicy, its older FloatDTypePoli
                        tandem::ValueError);
 }
 
-TEST_CASE("a Keras-made mixed_bfloat16 .keras loads with its policies and is written back as Keras wrote it") {
+TEST_CASE("Keras-made models under mixed_bfloat16, float16 and bfloat16 policies load with their policies and are written back as Keras wrote them") {
   const Json refs = read_json(kData / "mixed_models.json");
-  const Json& m = refs.at("mixed_bf16");
-  const fs::path keras_file = kData / "mixed_bf16.keras";
-  const std::unique_ptr<tandem::Model> model = tandem::load_model(keras_file.string());
-  for (const auto& [name, policy] : m.at("policies").items()) {
-    if (name == "input_layer") continue;  // an InputLayer's config records the input's dtype, not a policy
-    INFO("layer " << name);
-    CHECK(model->get_layer(name)->dtype_policy().name() == policy.get<std::string>());
+  for (const std::string name : {"mixed_bf16", "low_float_policies"}) {
+    INFO("model " << name);
+    const Json& m = refs.at(name);
+    const fs::path keras_file = kData / (name + ".keras");
+    const std::unique_ptr<tandem::Model> model = tandem::load_model(keras_file.string());
+    for (const auto& [layer, policy] : m.at("policies").items()) {
+      if (layer == "input_layer") continue;  // an InputLayer's config records the input's dtype, not a policy
+      INFO("layer " << layer);
+      CHECK(model->get_layer(layer)->dtype_policy().name() == policy.get<std::string>());
+    }
+    // The weights as Keras stored them (float32 for the mixed policies; float16 and Keras's bfloat16
+    // for the others), widened exactly into Tandem's float32 weights.
+    const auto weights = tandem::io::H5File::open_image("model.weights.h5", zip_entry(keras_file, "model.weights.h5"));
+    for (const std::string& layer : weights.children("layers")) {
+      if (!weights.exists("layers/" + layer + "/vars/0")) continue;
+      const std::vector<Tensor> mine = model->get_layer(layer)->get_weights();
+      for (std::size_t v = 0; v < mine.size(); ++v) {
+        const std::string at = "layers/" + layer + "/vars/" + std::to_string(v);
+        const std::string policy = m.at("policies").at(layer).get<std::string>();
+        CHECK(weights.dataset_info(at).type_name == (policy.rfind("mixed_", 0) == 0 ? std::string("float32") : policy));
+        CHECK(mine[v].dtype() == DType::F32);
+        CHECK(max_difference(mine[v], weights.read_dataset(at)) == 0.0);
+      }
+    }
+
+    // Keras computed in bfloat16 or float16; Tandem, without the casting pass yet, computes in
+    // float32. The difference is the 16-bit roundings carried through a few layers: each within
+    // 2^-8 relative, on outputs of order 1, so 0.05 is a bound with margin, not a check of equal
+    // arithmetic.
+    const Tensor x = tensor_of(m.at("x"), DType::F32), y = tensor_of(m.at("y"), DType::F32);
+    const double diff = max_difference(model->predict(x), y);
+    MESSAGE(name << ": max |y_keras - y_tandem(float32)| = " << diff);
+    CHECK(diff <= 0.05);
+
+    // Written back: the same config as Keras's, policies included.
+    const fs::path mine = scratch_root.fresh("keras_" + name) / (name + ".keras");
+    model->save(mine.string());
+    const Json keras_config = Json::parse(zip_entry(keras_file, "config.json")), config = Json::parse(zip_entry(mine, "config.json"));
+    CHECK(comparable(config.at("config"), keras_config.at("config")) == without_ids(keras_config.at("config")));
   }
-  for (const Tensor& w : model->get_weights()) CHECK(w.dtype() == DType::F32);  // Keras saved float32 variables
-
-  // Keras computed in bfloat16 (the last Dense in float32); Tandem, without the casting pass yet,
-  // computes all in float32. The difference is bfloat16's rounding carried through three layers:
-  // each rounding is within 2^-8 relative, and the outputs are of order 1, so 0.05 is a bound with
-  // margin, not a check of equal arithmetic.
-  const Tensor x = tensor_of(m.at("x"), DType::F32), y = tensor_of(m.at("y"), DType::F32);
-  const double diff = max_difference(model->predict(x), y);
-  MESSAGE("max |y_keras(mixed_bfloat16) - y_tandem(float32)| = " << diff);
-  CHECK(diff <= 0.05);
-
-  // Written back: the same config as Keras's, policies included.
-  const fs::path mine = scratch_root.fresh("keras") / "mixed_bf16.keras";
-  model->save(mine.string());
-  const Json keras_config = Json::parse(zip_entry(keras_file, "config.json")), config = Json::parse(zip_entry(mine, "config.json"));
-  CHECK(comparable(config.at("config"), keras_config.at("config")) == without_ids(keras_config.at("config")));
 }

@@ -795,10 +795,13 @@ def data(name, m, rng, n):  # noqa: F811
 #   mixed_bf16    Dense(relu) -> LayerNormalization -> Dense(tanh), all made under the global policy
 #                 mixed_bfloat16, then Dense(3, dtype="float32") (functional; SGD): the configs record
 #                 each layer's policy, and the weights are float32 (the policies' variable dtype)
-# Keras computes these layers in bfloat16; its predictions (and the policies) go to
+#   low_float_policies  Dense(relu, dtype="float16") -> Dense(3, dtype="bfloat16") (functional,
+#                 uncompiled): weights stored as float16 and as Keras's bfloat16 (opaque, attribute
+#                 dtype="bfloat16")
+# Keras computes these layers in bfloat16 or float16; its predictions (and the policies) go to
 # keras/mixed_models.json, not models.json, since they are compared with a bfloat16 tolerance.
 # Remade with every full run, or by naming it.
-MIXED_MODELS = ["mixed_bf16"]
+MIXED_MODELS = ["mixed_bf16", "low_float_policies"]
 SEED_ORDER += MIXED_MODELS
 _model_before_mixed, _data_before_mixed, _main_before_mixed = model, data, main
 
@@ -817,7 +820,15 @@ def mixed_model():
     return m
 
 
+def low_float_policies_model():
+    x = keras.Input((6,))
+    h = layers.Dense(8, activation="relu", dtype="float16")(x)
+    return keras.Model(x, layers.Dense(3, dtype="bfloat16")(h), name="low_float_policies")
+
+
 def model(name):  # noqa: F811
+    if name == "low_float_policies":
+        return low_float_policies_model()
     return mixed_model() if name in MIXED_MODELS else _model_before_mixed(name)
 
 
@@ -832,7 +843,8 @@ def make_mixed(name, models):
     keras.utils.set_random_seed(10 + i)
     rng = np.random.default_rng(20 + i)
     m = model(name)
-    m.fit(*data(name, m, rng, 16), batch_size=8, epochs=1, shuffle=False, verbose=0)
+    if m.compiled:
+        m.fit(*data(name, m, rng, 16), batch_size=8, epochs=1, shuffle=False, verbose=0)
     m.save(OUT / f"{name}.keras")
     repack(OUT / f"{name}.keras")
     x, _ = data(name, m, rng, 4)

@@ -30,7 +30,8 @@ KernelFn cast_loop(const KernelInit& k) {
   const From* x = in<From>(k, 0);
   To* y = out<To>(k);
   const int64_t n = numel(k.out_type());
-  return [=] { for (int64_t i = 0; i < n; ++i) y[i] = convert<To>(x[i]); };
+  Context* ctx = &context(k);
+  return [=] { ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) y[i] = convert<To>(x[i]); }); };
 }
 
 template <class From>
