@@ -535,6 +535,35 @@ TEST_CASE("low precision: float16 elementwise kernels round once from float32") 
   elementwise_kernels<Eigen::half>();
 }
 
+TEST_CASE("low precision: dropout in bfloat16 and float16 keeps or zeroes each value, kept ones scaled in float32 and rounded once") {
+  const auto check = [](auto zero) {
+    using T = decltype(zero);
+    const Shape s{40, 50};
+    const auto x = random_low<T>(2000, 11);
+    const std::vector<int64_t> step{3};
+    const tandem::graph::Attrs attrs{{"rate", 0.3}, {"seed", int64_t{7}}};
+    // The step input is int64: run_kernel takes T inputs, so pass its bytes as T's (4 of them).
+    std::vector<T> step_bits(4);
+    std::memcpy(static_cast<void*>(step_bits.data()), step.data(), sizeof(int64_t));
+    const auto y1 = run_kernel<T>("dropout", attrs, {s, Shape{}}, {&x, &step_bits}, s, 1);
+    const auto y4 = run_kernel<T>("dropout", attrs, {s, Shape{}}, {&x, &step_bits}, s, 4);
+    CHECK(same_bits(y1, y4));
+    WorstRatio worst;
+    int64_t kept = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (wide(y1[i]) == 0 && wide(x[i]) != 0) continue;
+      ++kept;
+      const double ref = wide(x[i]) / 0.7;
+      worst.see(wide(y1[i]), ref, bound<T>(ref, std::fabs(ref), 1), "dropout");
+    }
+    CHECK(kept > 1200);  // 70 % of 2000 expected, 1400 ± 20
+    CHECK(kept < 1600);
+    MESSAGE(std::string(type_name<T>()) << " dropout: largest |err| / bound " << worst.ratio);
+  };
+  check(Eigen::bfloat16(0.0f));
+  check(Eigen::half(0.0f));
+}
+
 TEST_CASE("low precision: a bfloat16 graph (matmul, bias_add, relu) runs through the planner and runtime on cpu:0 within bf16's bound") {
   tandem::graph::Graph g;
   const int64_t m = 48, k = 200, n = 24;
