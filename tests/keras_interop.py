@@ -517,7 +517,7 @@ def mixed_precision_checks(build: Path, work: Path) -> bool:
         diff = float(np.max(np.abs(y - array(tandem["y_loaded"]))))
         good = diff <= MIXED_TOLERANCE
         print(f"{name} (policies {sorted(set(policies.values()))})\n  Tandem loads Keras's .keras: max |y_keras - y_tandem| = "
-              f"{diff:.2e} (bfloat16 against float32) -> {'ok' if good else 'FAIL'}")
+              f"{diff:.2e} (16 bits against float32) -> {'ok' if good else 'FAIL'}")
         ok &= good
         model, clean = load_in_keras(work / f"archive_{name}_from_tandem.keras")
         ok &= clean

@@ -21,6 +21,7 @@
 #include "backend/kernel_registry.h"
 #include "distribute/strategy.h"
 #include "ops/activation_functions.h"
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/image.h"
 #include "ops/ops.h"
@@ -485,32 +486,6 @@ TEST_CASE("cuda: integer_lookup (IntegerLookup, forwards with OOV buckets and a 
   }
 }
 
-namespace {
-// Runs `outputs` of a graph of 16-bit placeholders on `device` from the same inputs' bits; the
-// outputs come back as float.
-std::vector<std::vector<float>> run_16bit(tandem::graph::Graph& g, const std::vector<std::pair<std::string, std::vector<uint16_t>>>& inputs,
-                                          const std::vector<tandem::graph::Value>& outputs, const std::string& device) {
-  const auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, outputs));
-  tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device(device)},
-                                  [](int, int) -> void* { return nullptr; });
-  for (const auto& [name, bits] : inputs)
-    if (void* p = exe.feed(0, name)) exe.device(0).copy_in(p, bits.data(), bits.size() * sizeof(uint16_t));
-  exe.run();
-  std::vector<std::vector<float>> got;
-  for (std::size_t f = 0; f < outputs.size(); ++f) {
-    const tandem::TensorType t = g.type(outputs[f]);
-    std::vector<uint16_t> bits(static_cast<std::size_t>(t.shape.num_elements()));
-    exe.copy_fetch(0, static_cast<int>(f), bits.data(), bits.size() * sizeof(uint16_t));
-    std::vector<float> values(bits.size());
-    for (std::size_t i = 0; i < bits.size(); ++i)
-      values[i] = t.dtype == DType::BF16 ? static_cast<float>(tandem::bfloat16::from_bits(bits[i]))
-                                         : static_cast<float>(tandem::float16::from_bits(bits[i]));
-    got.push_back(std::move(values));
-  }
-  return got;
-}
-}  // namespace
-
 // Both devices sum exact products in float32, in different orders, and round to the 16-bit type
 // (the GPU's fused epilogues once more than the CPU's), so each output agrees within a few units of
 // the type's rounding relative to the output's scale: 4u, u = 2⁻⁸ for bfloat16 and 2⁻¹¹ for float16.
@@ -521,13 +496,13 @@ TEST_CASE("cuda: bfloat16 and float16 matmul, fused_matmul, batch_matmul, conv2d
     INFO(tandem::dtype_name(dtype));
     tandem::graph::Graph g;
     std::mt19937 rng(21);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<std::pair<std::string, std::vector<uint16_t>>> inputs;
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<std::pair<std::string, Tensor>> inputs;
     const auto input = [&](const tandem::Shape& s) {
       const std::string name = "in" + std::to_string(inputs.size());
-      std::vector<uint16_t> bits(static_cast<std::size_t>(s.num_elements()));
-      for (uint16_t& b : bits) b = dtype == DType::BF16 ? tandem::bfloat16(u(rng)).bits : tandem::float16(u(rng)).bits;
-      inputs.push_back({name, std::move(bits)});
+      std::vector<double> values(static_cast<std::size_t>(s.num_elements()));
+      for (double& v : values) v = u(rng);
+      inputs.push_back({name, Tensor::from(s, std::span<const double>(values)).cast(dtype)});
       return g.placeholder(name, {s, dtype});
     };
     const auto a = input({64, 96}), w = input({96, 48}), bias = input({48}), qa = input({4, 32, 40}), qb = input({4, 40, 24});
@@ -542,12 +517,12 @@ TEST_CASE("cuda: bfloat16 and float16 matmul, fused_matmul, batch_matmul, conv2d
         ops::conv2d_backprop_filter(g, x, dy, {3, 3, 8, 12}, one, one, "same"),
         ops::sigmoid(g, ops::add(g, ops::mul(g, a, a), a)),
         ops::bias_add(g, ops::relu(g, a), input({96}))};
-    const auto cpu = run_16bit(g, inputs, outputs, "cpu:0"), gpu = run_16bit(g, inputs, outputs, "gpu:0");
+    const auto cpu = op_runner::run(g, inputs, outputs, "cpu:0"), gpu = op_runner::run(g, inputs, outputs, "gpu:0");
     const double unit = dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
     for (std::size_t f = 0; f < outputs.size(); ++f) {
       double worst = 0, scale = 1e-8;
-      for (std::size_t i = 0; i < cpu[f].size(); ++i)
-        worst = std::max(worst, double(std::abs(gpu[f][i] - cpu[f][i]))), scale = std::max(scale, double(std::abs(cpu[f][i])));
+      for (int64_t i = 0; i < cpu[f].size(); ++i)
+        worst = std::max(worst, std::abs(gpu[f].item(i) - cpu[f].item(i))), scale = std::max(scale, std::abs(cpu[f].item(i)));
       INFO("output " << f << ": max difference " << worst << ", max |value| " << scale);
       CHECK(worst <= 4 * unit * scale);
     }

@@ -7,8 +7,9 @@
 // most 22 bits) differs from the exact sum by at most (k + 2)·2⁻²⁴·M, M = Σ|aᵢbᵢ| (+ |bias|), the
 // usual recursive-summation bound γ_k ≤ k·u₃₂ (u₃₂ = 2⁻²⁴) with room for the bias and a
 // 1-Lipschitz activation's own float32 rounding. Rounding to the output type then adds at most
-// u·|value|, u = 2⁻⁸ for bfloat16 (8 significant bits) and 2⁻¹¹ for float16 (11). So
-//     |y − ref| ≤ u·|ref| + (1 + u)·(k + 2)·2⁻²⁴·M,
+// u·|value|, u = 2⁻⁸ for bfloat16 (8 significant bits) and 2⁻¹¹ for float16 (11), or half the
+// smallest subnormal (2⁻²⁵ for float16) below the normal range. So
+//     |y − ref| ≤ u·|ref| + (1 + u)·(k + 2)·2⁻²⁴·M (+ 2⁻²⁵ for float16),
 // about 2⁻⁸·|ref| — a bound the output's own rounding nearly reaches, far tighter than the
 // c·k·u·M bound of a sum done in the 16-bit type (which these kernels would fail at k in the
 // hundreds). Each check reports the largest ratio |err| / bound it saw.
@@ -27,6 +28,8 @@
 #include "backend/cpu/gemm.h"
 #include "backend/kernel_registry.h"
 #include "ops/conv.h"
+#include "ops/ops.h"
+#include "tests/op_runner.h"
 
 namespace cpu = tandem::backend::cpu;
 using tandem::DType;
@@ -36,8 +39,10 @@ using tandem::backend::Activation;
 
 namespace {
 
-// Unit roundoff of the output type.
+// Unit roundoff of the output type, and half its smallest subnormal: the absolute error of a
+// rounding below the normal range (float16's starts at 2⁻¹⁴ ≈ 6.1e-5; bfloat16's, float32's).
 template <class T> constexpr double unit_roundoff() { return std::is_same_v<T, Eigen::bfloat16> ? 0x1p-8 : 0x1p-11; }
+template <class T> constexpr double subnormal_error() { return std::is_same_v<T, Eigen::bfloat16> ? 0x1p-134 : 0x1p-25; }
 template <class T> const char* type_name() { return std::is_same_v<T, Eigen::bfloat16> ? "bfloat16" : "float16"; }
 template <class T> DType dtype_of() { return std::is_same_v<T, Eigen::bfloat16> ? DType::BF16 : DType::F16; }
 template <class T> double wide(T x) { return double(static_cast<float>(x)); }
@@ -74,7 +79,7 @@ struct WorstRatio {
 template <class T>
 double bound(double ref, double magnitude, int64_t k) {
   const double u = unit_roundoff<T>();
-  return u * std::fabs(ref) + (1 + u) * double(k + 2) * 0x1p-24 * magnitude + 1e-30;
+  return u * std::fabs(ref) + (1 + u) * double(k + 2) * 0x1p-24 * magnitude + subnormal_error<T>() + 1e-30;
 }
 
 struct Product {
@@ -121,6 +126,10 @@ const Product kProducts[] = {
     {false, true, 121, 288, 64},   // a convolution's input gradient, A·Bᵀ
     {true, true, 40, 33, 17},      // both transposed, odd sizes
     {false, false, 676, 32, 9},    // a one-channel 3×3 convolution, k = 9
+    {false, true, 400, 200, 256},  // large enough to split into row blocks
+    {true, false, 40, 900, 700},   // wide: blocks of columns, k in the hundreds
+    {true, false, 520, 200, 300},  // tall: blocks of rows, k in the hundreds
+    {false, false, 200, 40, 12},   // short k, many rows (OpenBLAS in the fallback)
     {false, false, 1, 10, 1},      // the smallest
     {false, false, 3, 5, 0},       // an empty sum: the epilogue of 0
 };
@@ -399,7 +408,7 @@ struct BinaryCase {  // (dy, v) -> dx, v the forward's output or input as the op
 
 template <class T>
 double elementwise_bound(double ref, double inputs) {
-  return unit_roundoff<T>() * std::fabs(ref) + 32 * 0x1p-24 * (std::fabs(ref) + inputs) + 1e-30;
+  return unit_roundoff<T>() * std::fabs(ref) + 32 * 0x1p-24 * (std::fabs(ref) + inputs) + subnormal_error<T>() + 1e-30;
 }
 
 template <class T>
@@ -496,7 +505,9 @@ void elementwise_kernels() {
         magnitude += std::fabs(ref);
       }
       const double u = unit_roundoff<T>();
-      w.see(wide(dbias1[size_t(c)]), sum, u * std::fabs(sum) + (1 + u) * (u + (s[0] + 34) * 0x1p-24) * magnitude + 1e-30, "dbias");
+      const double stored = s[0] * subnormal_error<T>();  // each stored dx may be subnormal
+      w.see(wide(dbias1[size_t(c)]), sum,
+            u * std::fabs(sum) + (1 + u) * ((u + (s[0] + 34) * 0x1p-24) * magnitude + stored) + subnormal_error<T>() + 1e-30, "dbias");
     }
     worst = std::max(worst, w.ratio);
     // The column sums split rows by thread, as reduce_sum's do for float32: compare dx only.
@@ -507,10 +518,76 @@ void elementwise_kernels() {
 
 }  // namespace
 
+TEST_CASE("low precision: transpose moves 16-bit values unchanged") {
+  const Shape s{3, 4, 5};
+  const auto x = random_low<Eigen::bfloat16>(60, 7);
+  const auto y = run_kernel<Eigen::bfloat16>("transpose", {{"perm", std::vector<int64_t>{2, 0, 1}}}, {s}, {&x}, Shape{5, 3, 4}, 2);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 5; ++k) CHECK(wide(y[size_t((k * 3 + i) * 4 + j)]) == wide(x[size_t((i * 4 + j) * 5 + k)]));
+}
+
 TEST_CASE("low precision: bfloat16 elementwise kernels (activations, their gradients, add/sub/mul/div, bias_add, activation_bias_grad) round once from float32") {
   elementwise_kernels<Eigen::bfloat16>();
 }
 
 TEST_CASE("low precision: float16 elementwise kernels round once from float32") {
   elementwise_kernels<Eigen::half>();
+}
+
+TEST_CASE("low precision: dropout in bfloat16 and float16 keeps or zeroes each value, kept ones scaled in float32 and rounded once") {
+  const auto check = [](auto zero) {
+    using T = decltype(zero);
+    const Shape s{40, 50};
+    const auto x = random_low<T>(2000, 11);
+    const std::vector<int64_t> step{3};
+    const tandem::graph::Attrs attrs{{"rate", 0.3}, {"seed", int64_t{7}}};
+    // The step input is int64: run_kernel takes T inputs, so pass its bytes as T's (4 of them).
+    std::vector<T> step_bits(4);
+    std::memcpy(static_cast<void*>(step_bits.data()), step.data(), sizeof(int64_t));
+    const auto y1 = run_kernel<T>("dropout", attrs, {s, Shape{}}, {&x, &step_bits}, s, 1);
+    const auto y4 = run_kernel<T>("dropout", attrs, {s, Shape{}}, {&x, &step_bits}, s, 4);
+    CHECK(same_bits(y1, y4));
+    WorstRatio worst;
+    int64_t kept = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (wide(y1[i]) == 0 && wide(x[i]) != 0) continue;
+      ++kept;
+      const double ref = wide(x[i]) / 0.7;
+      worst.see(wide(y1[i]), ref, bound<T>(ref, std::fabs(ref), 1), "dropout");
+    }
+    CHECK(kept > 1200);  // 70 % of 2000 expected, 1400 ± 20
+    CHECK(kept < 1600);
+    MESSAGE(std::string(type_name<T>()) << " dropout: largest |err| / bound " << worst.ratio);
+  };
+  check(Eigen::bfloat16(0.0f));
+  check(Eigen::half(0.0f));
+}
+
+TEST_CASE("low precision: a bfloat16 graph (matmul, bias_add, relu) runs through the planner and runtime on cpu:0 within bf16's bound") {
+  tandem::graph::Graph g;
+  const int64_t m = 48, k = 200, n = 24;
+  const auto a = random_low<Eigen::bfloat16>(size_t(m * k), 901), w = random_low<Eigen::bfloat16>(size_t(k * n), 902),
+             b = random_low<Eigen::bfloat16>(size_t(n), 903);
+  const auto tensor = [](const Shape& s, const std::vector<Eigen::bfloat16>& v) {
+    std::vector<tandem::bfloat16> bits(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) bits[i] = tandem::bfloat16(static_cast<float>(v[i]));  // exact: the same value
+    return tandem::Tensor::from(s, std::span<const tandem::bfloat16>(bits));
+  };
+  const auto pa = g.placeholder("a", {Shape{m, k}, DType::BF16}), pw = g.placeholder("w", {Shape{k, n}, DType::BF16}),
+             pb = g.placeholder("b", {Shape{n}, DType::BF16});
+  const auto y = tandem::ops::relu(g, tandem::ops::bias_add(g, tandem::ops::matmul(g, pa, pw), pb));
+  const tandem::Tensor out = op_runner::run(g, {{"a", tensor({m, k}, a)}, {"w", tensor({k, n}, w)}, {"b", tensor({n}, b)}}, {y}).at(0);
+  REQUIRE(out.dtype() == DType::BF16);
+  WorstRatio worst;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      Sum s;
+      for (int64_t q = 0; q < k; ++q) s.add(wide(a[size_t(i * k + q)]) * wide(w[size_t(q * n + j)]));
+      // The unfused graph rounds twice (the product, then bias and relu): 2u.
+      const double product = s.value, ref = std::max(0.0, product + wide(b[size_t(j)]));
+      const double limit = 0x1p-8 * (std::fabs(product) + std::fabs(ref)) + bound<Eigen::bfloat16>(0, s.magnitude + std::fabs(wide(b[size_t(j)])), k);
+      worst.see(out.item(i * n + j), ref, limit, "y");
+    }
+  MESSAGE("bfloat16 graph: largest |err| / bound " << worst.ratio);
 }

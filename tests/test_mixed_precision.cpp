@@ -127,6 +127,26 @@ TEST_CASE("a mixed-policy model's .keras records each layer's policy as Keras wr
   for (const Tensor& w : again->get_layer("hidden")->get_weights()) CHECK(w.dtype() == DType::F32);
 }
 
+TEST_CASE("a Sequential records the global policy when it was made, as Keras's config does, and keeps it through a save and load") {
+  std::unique_ptr<tandem::Sequential> model;
+  {
+    const GlobalPolicy mixed("mixed_bfloat16");
+    model = std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{tl::InputLayer({6}), tl::Dense(4)});
+  }
+  const fs::path dir = scratch_root.fresh("sequential");
+  model->save((dir / "seq.keras").string());
+  const Json config = Json::parse(zip_entry(dir / "seq.keras", "config.json")).at("config");
+  CHECK(config.at("dtype") == keras_policy("mixed_bfloat16"));
+  CHECK(config.at("layers").at(1).at("config").at("dtype") == keras_policy("mixed_bfloat16"));
+  const std::unique_ptr<tandem::Model> again = tandem::load_model((dir / "seq.keras").string());  // the global policy is float32 here
+  again->save((dir / "again.keras").string());
+  CHECK(Json::parse(zip_entry(dir / "again.keras", "config.json")).at("config").at("dtype") == keras_policy("mixed_bfloat16"));
+  // A Sequential made under float32 writes its input's float dtype, as before.
+  tandem::Sequential plain({tl::InputLayer({6}), tl::Dense(4)});
+  plain.save((dir / "plain.keras").string());
+  CHECK(Json::parse(zip_entry(dir / "plain.keras", "config.json")).at("config").at("dtype") == keras_policy("float32"));
+}
+
 TEST_CASE("a layer config's dtype: Keras's DTypePolicy, its older FloatDTypePolicy, or a plain name; anything else is refused") {
   Json dense = {{"name", "d"}, {"trainable", true}, {"units", 2}};
   for (const Json& dtype : {Json("mixed_float16"), keras_policy("mixed_float16"),

@@ -101,7 +101,9 @@ Json sequential_config(const ModelGraph& m, ConfigForm form) {
                        " more than once; a saved Sequential is a list of distinct layers (share layers in a functional model)");
     list.push_back(layer_entry(layer.class_name(), parse_object(layer.config_json(), who(layer)), input_shapes(*call), form));
   }
-  Json config{{"name", m.name}, {"trainable", m.trainable}, {"dtype", config::dtype_policy_json(m.inputs[0].dtype() == DType::F64 ? DType::F64 : DType::F32)}};
+  const DType input_float = m.inputs[0].dtype() == DType::F64 ? DType::F64 : DType::F32;
+  Json config{{"name", m.name}, {"trainable", m.trainable},
+              {"dtype", config::dtype_policy_json(config::saved_policy_name(DTypePolicy(m.dtype_policy), input_float))}};
   config["layers"] = list;
   config["build_input_shape"] = shape_json(m.inputs[0].shape());
   return model_entry("Sequential", config, shape_json(m.inputs[0].shape()), form);

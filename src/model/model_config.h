@@ -23,6 +23,7 @@ struct ModelGraph {
   std::vector<std::shared_ptr<Symbol::Node>> calls;  // layer calls, inputs before the calls that use them
   std::vector<std::shared_ptr<Layer>> layers;       // each layer once, in Keras's order (Model.layers)
   bool trainable = true;                             // Keras's model.trainable
+  std::string dtype_policy = "float32";              // Keras's model.dtype_policy (a Sequential's config records it)
 };
 
 // Where a config goes. Keras writes the same layer configs in both, wrapped differently:

@@ -12,6 +12,7 @@
 #include "layer_base/symbol.h"
 #include "runtime/executable.h"
 #include "runtime/variable_homes.h"
+#include "tandem/mixed_precision.h"
 #include "tandem/model.h"
 
 namespace tandem {
@@ -60,6 +61,9 @@ struct Model::Impl {
   std::string name;
   std::string class_name = "Functional";
   bool trainable = true;  // Model::set_trainable's last value (Keras's model.trainable)
+  // Keras's model.dtype_policy: the global one when the model was made, or its saved config's
+  // (a Sequential's config records it; its layers keep their own).
+  std::string dtype_policy = mixed_precision::global_policy().name();
   std::vector<Symbol> inputs, outputs;
   std::vector<std::shared_ptr<Symbol::Node>> calls;  // layer calls in topological order
   std::vector<std::shared_ptr<Layer>> layers;         // distinct layers, first-use order

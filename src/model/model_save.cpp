@@ -243,6 +243,20 @@ std::string date_saved() {
   return text;
 }
 
+// The dtype policy a model's config records for the model itself (a Sequential's "dtype", as a
+// name or Keras's DTypePolicy), when it is one Tandem knows; its layers' own are read with them.
+std::optional<std::string> recorded_model_policy(const Json& model_config) {
+  if (!model_config.is_object() || !model_config.contains("config") || !model_config.at("config").is_object()) return std::nullopt;
+  const Json& config = model_config.at("config");
+  if (!config.contains("dtype")) return std::nullopt;
+  const Json& d = config.at("dtype");
+  const Json* name = d.is_string() ? &d : d.is_object() && d.contains("config") && d.at("config").is_object() && d.at("config").contains("name") ? &d.at("config").at("name") : nullptr;
+  if (!name || !name->is_string()) return std::nullopt;
+  const auto& known = DTypePolicy::accepted_names();
+  if (std::find(known.begin(), known.end(), name->get<std::string>()) == known.end()) return std::nullopt;
+  return name->get<std::string>();
+}
+
 // A model rebuilt from its configs and compiled as recorded; `where` names them in messages.
 std::unique_ptr<Model> model_from_configs(const Json& model_config, const std::optional<Json>& compile, const std::string& model_where,
                                           const std::string& compile_where) {
@@ -289,7 +303,7 @@ void Model::save(const std::string& path) {
   impl_->host_view();
   const Impl& m = *impl_;
   const io::WeightsModel weights = m.weights_model("save");
-  const detail::ModelGraph graph{m.name, m.class_name, m.inputs, m.outputs, m.calls, weights.layers, m.trainable};
+  const detail::ModelGraph graph{m.name, m.class_name, m.inputs, m.outputs, m.calls, weights.layers, m.trainable, m.dtype_policy};
   const detail::ConfigForm form = archive ? detail::ConfigForm::archive : detail::ConfigForm::hdf5;
   Json model_config = detail::model_config(graph, form);
   std::optional<Json> training_config;
@@ -334,11 +348,13 @@ std::unique_ptr<Model> load_model(const std::string& path) {
   try {
     std::unique_ptr<Model> model;
     std::optional<TrainingState> state;  // none in files Keras wrote
+    std::optional<std::string> policy;   // the model's own dtype policy, where its config records one
     if (io::is_zip_file(path)) {
       const Archive a = read_archive(path);
       const std::string where = path + ": " + kArchiveConfig;
       model = model_from_configs(a.config, a.config.is_object() && a.config.contains("compile_config") ? a.config.at("compile_config") : Json(),
                                  where, where + ": compile_config");
+      policy = recorded_model_policy(a.config);
       io::read_weights(io::H5File::open_image(path + ": " + kArchiveWeights, a.weights), model->impl_->weights_model("load_model"));
       if (const std::optional<Json> s = archive_training_state(a, path))
         state = parse_training_state(s, path + ": " + kArchiveMetadata + ": tandem: training_state");
@@ -347,17 +363,20 @@ std::unique_ptr<Model> load_model(const std::string& path) {
       if (io::is_keras_legacy_model(f)) {
         model = model_from_configs(json_attribute(f, "model_config").value_or(Json()), json_attribute(f, "training_config"),
                                    path + ": model_config", path + ": training_config");
+        policy = recorded_model_policy(json_attribute(f, "model_config").value_or(Json()));
         io::read_legacy_weights(f, model->impl_->weights_model("load_model"));
       } else {
         check_tandem_model_file(f);
         state = parse_training_state(json_attribute(f, "training_state"), path + ": training_state");
         model = model_from_configs(*json_attribute(f, "model_config"), json_attribute(f, "training_config"), path + ": model_config",
                                    path + ": training_config");
+        policy = recorded_model_policy(*json_attribute(f, "model_config"));
         if (!f.is_group(kWeightsRoot))
           throw ValueError(path + ": the group /" + std::string(kWeightsRoot) + " is missing (the file is incomplete)");
         io::read_weights(f, model->impl_->weights_model("load_model"), kWeightsRoot);
       }
     }
+    if (policy) model->impl_->dtype_policy = *policy;
     model->progress_.metric_sums.assign(model->impl_->metric_sums(), 0.0);
     if (state) {
       model->progress_.epoch = state->epoch;

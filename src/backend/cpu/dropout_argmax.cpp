@@ -1,5 +1,8 @@
 // dropout (counter-based mask), argmax, equal and binary_accuracy.
+#include <Eigen/Core>
+
 #include "backend/cpu/kernel_util.h"
+#include "backend/cpu/low_precision.h"
 #include "core/random.h"
 #include "ops/ops.h"
 
@@ -16,7 +19,8 @@ KernelFn make_dropout(const KernelInit& k) {
   // Micro-batch j of a step holds the global rows from j × micro_rows on.
   const int64_t row_offset = k.node.attrs.i("row_offset", 0) + k.micro_batch * k.node.attrs.i("micro_rows", 0);
   const int64_t rows = k.in_types[0].shape[0], cols = numel(k.in_types[0]) / std::max<int64_t>(1, rows);
-  const T keep_scale = T(1) / T(1 - rate);
+  using C = compute_t<T>;  // the 16-bit types scale in float32 and round once
+  const C keep_scale = C(1) / C(1 - rate);
   const int64_t period = k.node.attrs.i("mask_period", 0);  // > 0: columns this far apart share a mask
   Context* ctx = &context(k);
   return [=] {
@@ -28,7 +32,7 @@ KernelFn make_dropout(const KernelInit& k) {
           const bool keep = rng::uniform(seed, s, static_cast<uint64_t>(row_offset + r), static_cast<uint64_t>(key)) >= rate;
           // Multiplying by 0 instead of writing 0 keeps a dropped NaN or inf visible (NaN), as
           // PyTorch's dropout does; the gradient runs this same kernel on dy.
-          y[r * cols + c] = x[r * cols + c] * (keep ? keep_scale : T(0));
+          y[r * cols + c] = static_cast<T>(static_cast<C>(x[r * cols + c]) * (keep ? keep_scale : C(0)));
         }
     });
   };
@@ -86,6 +90,7 @@ KernelFn make_binary_accuracy(const KernelInit& k) {
 
 REGISTER_CPU_FLOAT_KERNEL("binary_accuracy", make_binary_accuracy);
 REGISTER_CPU_FLOAT_KERNEL("dropout", make_dropout);
+REGISTER_CPU_16BIT_KERNEL("dropout", make_dropout);
 REGISTER_CPU_FLOAT_KERNEL("argmax", make_argmax);
 REGISTER_CPU_FLOAT_KERNEL("equal", make_equal);
 REGISTER_KERNEL("equal", DeviceKind::Cpu, DType::I64, make_equal<int64_t>);

@@ -88,11 +88,10 @@ void one_openmp_thread() {
 }
 
 void sgemm(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-           int64_t ldc, float beta) {
+           int64_t ldc, float beta, int short_product) {
   // A product with an inner or outer side this short (a one-channel 3×3 convolution: k = 9, or its
   // filter gradient: rows = 9) ran ≈8 % faster in OpenBLAS.
-  constexpr int64_t kShortSide = 16;
-  if (k <= kShortSide || rows <= kShortSide) {
+  if (short_product < 0 ? k <= kShortSide || rows <= kShortSide : short_product == 1) {
     cblas_sgemm(CblasRowMajor, op(ta), op(tb), int32(rows), int32(cols), int32(k), 1.0f, a, int32(lda), b, int32(ldb), beta, c, int32(ldc));
     return;
   }

@@ -64,8 +64,11 @@ void check_sizes(int64_t m, int64_t n, int64_t k);
 // against the device's).
 void one_openmp_thread();
 // One float block on the calling thread: C = op(A)·op(B) + beta·C with the given row strides.
+// `short_product` says whether the whole product (not just this block) has a side of 16 or fewer
+// (OpenBLAS) or not (oneDNN); -1 decides by this block.
 void sgemm(bool ta, bool tb, int64_t rows, int64_t cols, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-           int64_t ldc, float beta);
+           int64_t ldc, float beta, int short_product = -1);
+constexpr int64_t kShortSide = 16;
 
 // The 16-bit products (gemm_low_precision.cpp): C in T, or in float32 for the wide form.
 template <class T>
@@ -84,6 +87,29 @@ void for_blocks(Context& ctx, int64_t m, int64_t n, int64_t k, const Block& bloc
   const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / std::max<int64_t>(1, k * (m >= n ? n : m)));
   if (m >= n) ctx.parallel_for(m, grain, [&](int64_t r0, int64_t r1) { block(r0, r1, int64_t{0}, n); });
   else ctx.parallel_for(n, grain, [&](int64_t c0, int64_t c1) { block(int64_t{0}, m, c0, c1); });
+}
+// Calls block(r0, r1, c0, c1) on blocks of C that the device's threads share out. The blocks are
+// cut by the product's shape alone: the larger side in at most 8 parts, each of at least 64 rows
+// (or columns: the other operand is packed once per block) and about a million flops. So an element
+// is always computed in a block of the same shape, whatever the thread count: oneDNN's and
+// OpenBLAS's GEMMs may sum an element in another order in a block of another shape (seen with Aᵀ
+// and k in the hundreds). The 16-bit GEMMs use this; the float GEMM splits by for_blocks.
+template <class Block>
+void for_fixed_blocks(Context& ctx, int64_t m, int64_t n, int64_t k, const Block& block) {
+  check_sizes(m, n, k);
+  if (m == 0 || n == 0) return;
+  constexpr int64_t kMinFlopsPerBlock = 1 << 20, kMaxBlocks = 8, kMinSide = 64;
+  const bool by_rows = m >= n;
+  const int64_t side = by_rows ? m : n, other = by_rows ? n : m;
+  const int64_t part = std::max({kMinSide, kMinFlopsPerBlock / std::max<int64_t>(1, k * other), (side + kMaxBlocks - 1) / kMaxBlocks});
+  const int64_t blocks = (side + part - 1) / part;
+  ctx.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t begin = b * part, end = std::min(side, (b + 1) * part);
+      if (by_rows) block(begin, end, int64_t{0}, n);
+      else block(int64_t{0}, m, begin, end);
+    }
+  });
 }
 }  // namespace gemm_detail
 

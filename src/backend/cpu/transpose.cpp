@@ -46,5 +46,7 @@ REGISTER_KERNEL("transpose", DeviceKind::Cpu, DType::F32, make_transpose<uint32_
 REGISTER_KERNEL("transpose", DeviceKind::Cpu, DType::I32, make_transpose<uint32_t>);
 REGISTER_KERNEL("transpose", DeviceKind::Cpu, DType::F64, make_transpose<uint64_t>);
 REGISTER_KERNEL("transpose", DeviceKind::Cpu, DType::I64, make_transpose<uint64_t>);
+REGISTER_KERNEL("transpose", DeviceKind::Cpu, DType::BF16, make_transpose<uint16_t>);
+REGISTER_KERNEL("transpose", DeviceKind::Cpu, DType::F16, make_transpose<uint16_t>);
 
 }  // namespace tandem::backend::cpu

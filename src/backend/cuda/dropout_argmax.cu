@@ -12,13 +12,14 @@ namespace {
 // The step counter changes every step, so it is read here, on the device.
 template <class T>
 __global__ void dropout_kernel(T* y, const T* x, const int64_t* step, int64_t n, int64_t cols, int64_t period, int64_t row_offset,
-                               uint64_t seed, double rate, T keep_scale) {
+                               uint64_t seed, double rate, compute_t<T> keep_scale) {
+  using C = compute_t<T>;  // the 16-bit types scale in float32 and round once
   const auto s = static_cast<uint64_t>(*step);
   TANDEM_CUDA_LOOP(i, n) {
     const int64_t r = i / cols, c = i % cols, key = period > 0 ? c % period : c;
     const bool keep = rng::uniform(seed, s, static_cast<uint64_t>(row_offset + r), static_cast<uint64_t>(key)) >= rate;
     // Multiplying by 0 instead of writing 0 keeps a dropped NaN or inf visible (NaN), as on the CPU.
-    y[i] = x[i] * (keep ? keep_scale : T(0));
+    y[i] = static_cast<T>(static_cast<C>(x[i]) * (keep ? keep_scale : C(0)));
   }
 }
 
@@ -33,7 +34,7 @@ KernelFn make_dropout(const KernelInit& k) {
   const int64_t row_offset = k.node.attrs.i("row_offset", 0) + k.micro_batch * k.node.attrs.i("micro_rows", 0);
   const int64_t rows = k.in_types[0].shape[0], cols = numel(k.in_types[0]) / (rows > 1 ? rows : 1);
   const int64_t n = rows * cols;
-  const T keep_scale = T(1) / T(1 - rate);
+  const compute_t<T> keep_scale = compute_t<T>(1) / compute_t<T>(1 - rate);
   const int64_t period = k.node.attrs.i("mask_period", 0);  // > 0: columns this far apart share a mask
   return launch_over(k, n, [=](unsigned grid, cudaStream_t s) {
     dropout_kernel<<<grid, kBlock, 0, s>>>(y, x, step, n, cols, period, row_offset, seed, rate, keep_scale);
@@ -119,6 +120,7 @@ KernelFn make_binary_accuracy(const KernelInit& k) {
 
 REGISTER_CUDA_FLOAT_KERNEL("binary_accuracy", make_binary_accuracy);
 REGISTER_CUDA_FLOAT_KERNEL("dropout", make_dropout);
+REGISTER_CUDA_16BIT_KERNEL("dropout", make_dropout);
 REGISTER_CUDA_FLOAT_KERNEL("argmax", make_argmax);
 REGISTER_CUDA_FLOAT_KERNEL("equal", make_equal);
 REGISTER_KERNEL("equal", DeviceKind::Cuda, DType::I64, make_equal<int64_t>);

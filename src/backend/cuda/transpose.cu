@@ -146,5 +146,7 @@ REGISTER_KERNEL("transpose", DeviceKind::Cuda, DType::F32, make_transpose<uint32
 REGISTER_KERNEL("transpose", DeviceKind::Cuda, DType::I32, make_transpose<uint32_t>);
 REGISTER_KERNEL("transpose", DeviceKind::Cuda, DType::F64, make_transpose<uint64_t>);
 REGISTER_KERNEL("transpose", DeviceKind::Cuda, DType::I64, make_transpose<uint64_t>);
+REGISTER_KERNEL("transpose", DeviceKind::Cuda, DType::BF16, make_transpose<uint16_t>);
+REGISTER_KERNEL("transpose", DeviceKind::Cuda, DType::F16, make_transpose<uint16_t>);
 
 }  // namespace tandem::backend::cuda
