@@ -1,0 +1,320 @@
+// Input copies to a device that copies asynchronously, proven without a GPU: "lag" devices run the
+// CPU kernels but copy as a GPU does. Their host-to-device copies run later, on a copy thread of
+// their own, each after a delay; only a CopyEvent says when they happened, and only memory from
+// allocate_host ("pinned") may be copied that way. A step that read its inputs before their
+// copies, or a staging slot refilled before its copy read it, would change the results, which
+// must equal the cpu device's bit for bit: through the inboxes (the next batch copied while the
+// step runs), and with them turned off.
+#include <doctest/doctest.h>
+#include <tandem/tandem.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "backend/cpu/cpu_device.h"
+#include "backend/device.h"
+#include "data/batcher.h"
+#include "data/prefetcher.h"
+#include "runtime/executable.h"
+
+namespace tl = tandem::layers;
+namespace dist = tandem::distribute;
+using tandem::Dataset;
+using tandem::Tensor;
+using tandem::backend::DeviceName;
+using tandem::backend::HostBuffer;
+
+namespace {
+
+struct LagStats {
+  std::size_t async_copies = 0;     // copy_in_async calls
+  std::size_t unpinned = 0;         // of those, from memory allocate_host did not give
+  std::size_t during_step = 0;      // issued between a step's hand-over and its end: overlapped
+  std::size_t moved_in = 0;         // copy_in_step calls: inboxes moved into a step's memory
+  std::size_t pinned_buffers = 0;   // allocate_host calls
+};
+std::mutex stats_mutex;
+LagStats& stats() {
+  static LagStats s;
+  return s;
+}
+
+class LagDevice : public tandem::backend::cpu::CpuDevice {
+ public:
+  LagDevice(const DeviceName& name, int threads) : CpuDevice(name, threads), copier_([this] { copy_loop(); }) {}
+  ~LagDevice() override {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    copier_.join();
+  }
+  HostBuffer allocate_host(std::size_t bytes) override {
+    auto* data = static_cast<std::byte*>(std::aligned_alloc(64, (std::max<std::size_t>(64, bytes) + 63) / 64 * 64));
+    REQUIRE(data);
+    std::memset(data, 0, bytes);
+    std::lock_guard lock(mutex_);
+    pinned_[data] = bytes;
+    std::lock_guard stats_lock(stats_mutex);
+    ++stats().pinned_buffers;
+    return HostBuffer(this, data, bytes);
+  }
+  bool copies_asynchronously() const override { return true; }
+  void copy_in_async(void* device_dst, const void* host_src, std::size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    {
+      std::lock_guard stats_lock(stats_mutex);
+      ++stats().async_copies;
+      if (!is_pinned(host_src, bytes)) ++stats().unpinned;
+      if (in_step_) ++stats().during_step;
+    }
+    queue_.push_back({device_dst, host_src, bytes});
+    ++issued_;
+    changed_.notify_all();
+  }
+  // A synchronous copy waits for the queue first, as cudaMemcpy after cudaMemcpyAsync on one stream.
+  void copy_in(void* device_dst, const void* host_src, std::size_t bytes) override {
+    wait_for(current());
+    CpuDevice::copy_in(device_dst, host_src, bytes);
+  }
+  std::unique_ptr<CopyEvent> make_copy_event() override {
+    struct Event : CopyEvent {
+      LagDevice* device;
+      uint64_t mark = 0;
+      explicit Event(LagDevice* d) : device(d) {}
+      void record() override {
+        mark = device->current();
+        std::lock_guard lock(device->mutex_);
+        device->in_step_ = true;  // run() records right before it hands the step over
+      }
+      void wait() override { device->wait_for(mark); }
+      // The CPU kernels run on the calling thread: a compute queue that waits is a thread that waits.
+      void order_compute() override { device->wait_for(mark); }
+    };
+    return std::make_unique<Event>(this);
+  }
+  void copy_in_step(void* device_dst, const void* device_src, std::size_t bytes) override {
+    CpuDevice::copy_in_step(device_dst, device_src, bytes);
+    std::lock_guard lock(stats_mutex);
+    ++stats().moved_in;
+  }
+  void synchronize() override {  // the end of a step
+    std::lock_guard lock(mutex_);
+    in_step_ = false;
+  }
+
+ protected:
+  void release_host(std::byte* data, std::size_t) override {
+    {
+      std::lock_guard lock(mutex_);
+      pinned_.erase(data);
+    }
+    std::free(data);
+  }
+
+ private:
+  struct Copy {
+    void* dst;
+    const void* src;
+    std::size_t bytes;
+  };
+  uint64_t current() {
+    std::lock_guard lock(mutex_);
+    return issued_;
+  }
+  void wait_for(uint64_t mark) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return done_ >= mark; });
+  }
+  bool is_pinned(const void* p, std::size_t bytes) const {
+    const auto* b = static_cast<const std::byte*>(p);
+    auto it = pinned_.upper_bound(const_cast<std::byte*>(b));
+    return it != pinned_.begin() && (--it, b >= it->first && b + bytes <= it->first + it->second);
+  }
+  void copy_loop() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      const Copy c = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(300));  // long enough for a missing wait to read stale memory
+      std::memcpy(c.dst, c.src, c.bytes);
+      lock.lock();
+      ++done_;
+      changed_.notify_all();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Copy> queue_;
+  uint64_t issued_ = 0, done_ = 0;
+  bool stop_ = false, in_step_ = false;
+  std::map<std::byte*, std::size_t> pinned_;
+  std::thread copier_;
+};
+
+REGISTER_DEVICE_KIND("lag", [](const DeviceName& name, int threads) { return std::make_unique<LagDevice>(name, threads); });
+
+Dataset blobs(int64_t rows, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(rows * 8));
+  std::vector<int32_t> y(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    y[static_cast<std::size_t>(r)] = static_cast<int32_t>(r % 3);
+    for (int64_t f = 0; f < 8; ++f) x[static_cast<std::size_t>(r * 8 + f)] = normal(gen) + (f % 3 == r % 3 ? 1.5f : 0.0f);
+  }
+  return {Tensor::from({rows, 8}, std::span<const float>(x)), Tensor::from({rows}, std::span<const int32_t>(y))};
+}
+
+// The same samples, read by decode threads from a function (two threads, two batches ahead);
+// sample `fail_at` cannot be read.
+Dataset streamed(const Dataset& data, int64_t fail_at = -1) {
+  const Tensor x = data.x(), y = data.y();
+  return tandem::datasets::from_function<float, int32_t>(
+      data.size(), {8}, {},
+      [x, y, fail_at](int64_t i, std::span<float> xs, std::span<int32_t> ys) {
+        if (i == fail_at) throw tandem::DataError("sample_" + std::to_string(i) + ".bin", "cannot read sample_" + std::to_string(i) + ".bin");
+        std::memcpy(xs.data(), static_cast<const float*>(x.raw()) + i * 8, 8 * sizeof(float));
+        ys[0] = static_cast<const int32_t*>(y.raw())[i];
+      },
+      {.num_parallel_calls = 2, .prefetch = 2});
+}
+
+std::unique_ptr<tandem::Sequential> make_model(dist::StrategyPtr strategy) {
+  tandem::set_random_seed(3);
+  auto model = std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+      tl::InputLayer({8}), tl::Dense(16, "relu"), tl::BatchNormalization(), tl::Dropout(0.25), tl::Dense(3)});
+  model->compile({.optimizer = tandem::optimizers::Adam(1e-2),
+                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .metrics = {"accuracy"}, .strategy = strategy});
+  return model;
+}
+
+void check_bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].bytes() == b[i].bytes());
+    CHECK(std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) == 0);
+  }
+}
+
+struct Results {
+  std::vector<Tensor> weights;
+  tandem::Logs evaluation;
+  Tensor predictions;
+};
+
+// Three epochs of batches of 32 over 100 rows (the last of 4 rows: a step of its own), evaluate
+// and predict with partial last batches, in memory or streamed.
+Results run(dist::StrategyPtr strategy, bool stream) {
+  auto model = make_model(strategy);
+  const Dataset train = blobs(100, 1), test = blobs(40, 2), inputs = blobs(10, 3);
+  model->fit(stream ? streamed(train) : train, {.epochs = 3, .batch_size = 32, .verbose = 0});
+  Results r;
+  r.weights = model->get_weights();
+  r.evaluation = model->evaluate(stream ? streamed(test) : test, {.batch_size = 16, .verbose = 0});
+  r.predictions = stream ? model->predict(streamed(inputs), {.batch_size = 4, .verbose = 0})[0] : model->predict(inputs.x(), {.batch_size = 4, .verbose = 0});
+  return r;
+}
+
+void check_equal(const Results& a, const Results& b) {
+  check_bitwise_equal(a.weights, b.weights);
+  for (const auto& [key, value] : b.evaluation) CHECK(a.evaluation.at(key) == value);
+  check_bitwise_equal({a.predictions}, {b.predictions});
+}
+
+LagStats counts() {
+  std::lock_guard lock(stats_mutex);
+  return stats();
+}
+}  // namespace
+
+TEST_CASE("input copies: fit, evaluate and predict on a device that copies asynchronously equal the cpu device's, bit for bit") {
+  for (const bool stream : {false, true}) {
+    CAPTURE(stream);
+    const Results cpu = run(dist::Default("cpu:0"), stream);
+    const LagStats before = counts();
+    const Results lag = run(dist::Default("lag:0"), stream);
+    check_equal(lag, cpu);
+    const LagStats after = counts();
+    // Every batch went through the inboxes, from pinned staging slots (x and y of 12 batches of
+    // fit and 3 of evaluate, x of 3 of predict), some of them while the previous step ran.
+    CHECK(after.pinned_buffers > before.pinned_buffers);
+    CHECK(after.unpinned == before.unpinned);
+    CHECK(after.async_copies - before.async_copies == 2 * (3 * 4 + 3) + 3);
+    CHECK(after.moved_in - before.moved_in == after.async_copies - before.async_copies);
+    CHECK(after.during_step > before.during_step);
+  }
+}
+
+TEST_CASE("input copies: Mirrored with several batches per step (sync_every) over two such devices equals two cpu devices") {
+  // Batches of 24 over 100 rows: two groups of two, then a group of one batch of 4 rows.
+  const auto fit = [](std::vector<std::string> devices, bool stream) {
+    auto model = make_model(dist::Mirrored(devices, {.sync_every = 2}));
+    const Dataset data = blobs(100, 5);
+    model->fit(stream ? streamed(data) : data, {.epochs = 2, .batch_size = 24, .verbose = 0});
+    return model->get_weights();
+  };
+  for (const bool stream : {false, true}) {
+    CAPTURE(stream);
+    const LagStats before = counts();
+    check_bitwise_equal(fit({"lag:0", "lag:1"}, stream), fit({"cpu:0", "cpu:1"}, stream));
+    // Two epochs of 5 batches (x and y), each device its half of every batch.
+    CHECK(counts().async_copies - before.async_copies == 2 * 2 * 5 * 2);
+  }
+}
+
+TEST_CASE("input copies: with the inboxes turned off the device gets its inputs directly, with the same results") {
+  tandem::runtime::set_input_overlap(false);
+  const LagStats before = counts();
+  const Results direct = run(dist::Default("lag:2"), true);
+  const LagStats after = counts();
+  tandem::runtime::set_input_overlap(true);
+  CHECK(after.async_copies == before.async_copies);
+  CHECK(after.moved_in == before.moved_in);
+  check_equal(direct, run(dist::Default("lag:2"), true));
+}
+
+TEST_CASE("input copies: a sample that cannot be read while the step runs stops fit with its DataError, after the step") {
+  auto model = make_model(dist::Default("lag:3"));
+  // Batch 1 (rows 32 to 63) is staged while step 0 runs.
+  CHECK_THROWS_WITH_AS(model->fit(streamed(blobs(100, 1), 40), {.epochs = 1, .batch_size = 32, .verbose = 0}),
+                       doctest::Contains("sample_40.bin"), tandem::DataError);
+  // The model is usable afterwards: the same fit without the bad sample equals the cpu's.
+  auto on_cpu = make_model(dist::Default("cpu:0"));
+  on_cpu->fit(streamed(blobs(100, 1)), {.epochs = 1, .batch_size = 32, .verbose = 0});
+  auto again = make_model(dist::Default("lag:3"));
+  again->fit(streamed(blobs(100, 1)), {.epochs = 1, .batch_size = 32, .verbose = 0});
+  check_bitwise_equal(again->get_weights(), on_cpu->get_weights());
+}
+
+TEST_CASE("input copies: the staging slots come from the device's allocate_host, and count toward the staging bound") {
+  const Dataset data = blobs(64, 9);
+  tandem::data::Batcher batches(data, 16, false, 0);
+  auto& device = tandem::backend::open_device("lag:4");
+  tandem::data::Prefetcher::reset_peak_staging_bytes();
+  const std::size_t before = counts().pinned_buffers;
+  {
+    tandem::data::Prefetcher prefetch(batches, {true, true}, [&](std::size_t bytes) { return device.allocate_host(bytes); });
+    // prefetch + 1 slots (the default prefetch is AUTOTUNE: at least 1), x and y each.
+    CHECK(counts().pinned_buffers - before == 2 * static_cast<std::size_t>(std::max(1, batches.pipeline().prefetch) + 1));
+    CHECK(tandem::data::Prefetcher::peak_staging_bytes() >= prefetch.staging_bytes());
+    batches.start_epoch(0);
+    prefetch.start_epoch();
+    for (int64_t b = 0; b < batches.num_batches(); ++b) {
+      const auto* x = reinterpret_cast<const float*>(prefetch.column(b, 0));
+      CHECK(std::memcmp(x, static_cast<const float*>(data.x().raw()) + b * 16 * 8, 16 * 8 * sizeof(float)) == 0);
+      prefetch.release(b);
+    }
+  }
+}
