@@ -125,7 +125,10 @@ HostBuffer CudaDevice::allocate_host(std::size_t bytes) {
   void* data = nullptr;
   // Portable: pinned for every GPU of the process, so one staging slot serves a batch spread
   // over several of them.
-  CUDA_CHECK(cudaHostAlloc(&data, std::max<std::size_t>(64, bytes), cudaHostAllocPortable), what);
+  if (const cudaError_t e = cudaHostAlloc(&data, std::max<std::size_t>(64, bytes), cudaHostAllocPortable); e != cudaSuccess) {
+    cudaGetLastError();  // not the next step's error
+    throw_cuda_error(e, "cudaHostAlloc", what);
+  }
   std::memset(data, 0, std::max<std::size_t>(64, bytes));  // as the CPU's: zeroed, every page touched
   return HostBuffer(this, static_cast<std::byte*>(data), bytes);
 }
