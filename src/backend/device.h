@@ -104,7 +104,8 @@ class Device {
   virtual void copy_out(void* host_dst, const void* device_src, std::size_t bytes) = 0;
   // Host memory for data on its way to this device, 64-byte aligned and zeroed: the input
   // pipeline's staging slots. The CPU's is ordinary memory; a GPU's is page-locked, which its
-  // copies read directly (twice the bandwidth of pageable memory) and without the host waiting.
+  // copies read directly (at the bus's full speed, where pageable memory is first copied by the
+  // driver) and without the host waiting.
   virtual HostBuffer allocate_host(std::size_t bytes) { return allocate_ordinary_host(bytes); }
 
   // Asynchronous input copies. A device that copies asynchronously (a GPU) has a copy queue apart

@@ -10,8 +10,8 @@
 #include <iostream>
 #include <map>
 
-#include "data/batcher.h"
 #include "backend/device.h"
+#include "data/batcher.h"
 #include "data/prefetcher.h"
 #include "distribute/strategy.h"
 #include "model/model_impl.h"
@@ -109,6 +109,7 @@ class Feeder {
   data::Prefetcher prefetch_;
   bool with_targets_;
 };
+
 // Runs `step`; where its devices take inputs through inboxes (GPUs), batch `next` is written into
 // the inboxes of its step — `next_step()`, looked up before `step` runs, since compiling reads the
 // variables — while `step` runs, and `fed` says so. Without a next batch (`next_step` empty), or
