@@ -5,10 +5,14 @@
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "backend/device.h"
+#include "backend/host_pool.h"
 #include "compile/lower.h"
 #include "data/batcher.h"
 #include "data/prefetcher.h"
@@ -206,4 +210,40 @@ TEST_CASE("input copies: a step moves in the inputs written before it, after the
   result(100);
   exe.run();  // nothing new written: the inputs stay as they were
   result(100);
+}
+
+TEST_CASE("input copies: the pool of host buffers reuses a freed buffer that fits, zeroed, and keeps no more than its limit") {
+  std::map<std::byte*, std::size_t> live;
+  int allocations = 0;
+  const auto allocate = [&](std::size_t bytes) {
+    ++allocations;
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, bytes));
+    std::memset(p, 0x5a, bytes);  // not zero: take() zeroes
+    live[p] = bytes;
+    return p;
+  };
+  {
+    tandem::backend::HostPool pool([&](std::byte* p) { live.erase(p), std::free(p); }, 3 * 4096);
+    std::byte* a = pool.take(1000, allocate);
+    CHECK(live.at(a) == 4096);  // whole pages
+    CHECK(std::all_of(a, a + 1000, [](std::byte b) { return b == std::byte{0}; }));
+    std::memset(a, 1, 1000);
+    pool.give(a);
+    CHECK(pool.kept_bytes() == 4096);
+    std::byte* again = pool.take(3000, allocate);  // fits the kept one
+    CHECK(again == a);
+    CHECK(allocations == 1);
+    CHECK(std::all_of(again, again + 3000, [](std::byte b) { return b == std::byte{0}; }));
+    std::byte* big = pool.take(5000, allocate);  // 8192: nothing kept fits
+    CHECK(allocations == 2);
+    pool.give(big), pool.give(again);  // 8192 + 4096 kept: the limit
+    CHECK(pool.kept_bytes() == 3 * 4096);
+    CHECK(pool.take(100, allocate) == again);  // not the 8192 one: more than twice the size
+    std::byte* extra = pool.take(9000, allocate);
+    pool.give(extra);  // over the limit: freed
+    CHECK(live.count(extra) == 0);
+    CHECK(live.size() == 2);
+  }
+  CHECK(live.size() == 1);  // the pool freed what it kept; the buffer still taken is the taker's
+  for (auto& [p, bytes] : live) std::free(p);
 }

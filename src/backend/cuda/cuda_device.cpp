@@ -16,6 +16,8 @@ namespace {
 // cuBLASLt's and cuDNN's scratch: enough for their fast algorithms at the models' shapes; a kernel
 // whose algorithm wants more picks one that fits.
 constexpr std::size_t kWorkspaceBytes = std::size_t(64) << 20;
+// Freed page-locked staging kept per GPU for the next call; more is given back to the system.
+constexpr std::size_t kKeptPinnedBytes = std::size_t(1) << 30;
 
 void check_blas(cublasStatus_t s, const char* call, const std::string& device) {
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string(call) + " failed on " + device + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
@@ -41,7 +43,8 @@ int usable_gpus() {
   return count;
 }
 
-CudaDevice::CudaDevice(const DeviceName& name) : Device(name) {
+CudaDevice::CudaDevice(const DeviceName& name)
+    : Device(name), host_pool_([](std::byte* data) { cudaFreeHost(data); }, kKeptPinnedBytes) {
   const int count = usable_gpus();
   if (name.index >= count)
     throw DeviceUnavailable("device '" + name.str() + "' does not exist: this machine has " + std::to_string(count) + " GPU" +
@@ -120,20 +123,22 @@ void CudaDevice::copy_out(void* host_dst, const void* device_src, std::size_t by
 }
 
 HostBuffer CudaDevice::allocate_host(std::size_t bytes) {
-  const std::string what = std::string("allocating ").append(std::to_string(bytes)).append(" bytes of page-locked host memory for ").append(name());
-  CUDA_CHECK(cudaSetDevice(context_.ordinal), what);
-  void* data = nullptr;
-  // Portable: pinned for every GPU of the process, so one staging slot serves a batch spread
-  // over several of them.
-  if (const cudaError_t e = cudaHostAlloc(&data, std::max<std::size_t>(64, bytes), cudaHostAllocPortable); e != cudaSuccess) {
-    cudaGetLastError();  // not the next step's error
-    throw_cuda_error(e, "cudaHostAlloc", what);
-  }
-  std::memset(data, 0, std::max<std::size_t>(64, bytes));  // as the CPU's: zeroed, every page touched
-  return HostBuffer(this, static_cast<std::byte*>(data), bytes);
+  std::byte* data = host_pool_.take(bytes, [&](std::size_t rounded) {
+    const std::string what = std::string("allocating ").append(std::to_string(bytes)).append(" bytes of page-locked host memory for ").append(name());
+    CUDA_CHECK(cudaSetDevice(context_.ordinal), what);
+    void* pinned = nullptr;
+    // Portable: pinned for every GPU of the process, so one staging slot serves a batch spread
+    // over several of them.
+    if (const cudaError_t e = cudaHostAlloc(&pinned, rounded, cudaHostAllocPortable); e != cudaSuccess) {
+      cudaGetLastError();  // not the next step's error
+      throw_cuda_error(e, "cudaHostAlloc", what);
+    }
+    return static_cast<std::byte*>(pinned);
+  });
+  return HostBuffer(this, data, bytes);
 }
 
-void CudaDevice::release_host(std::byte* data, std::size_t) { cudaFreeHost(data); }  // cannot report from a destructor
+void CudaDevice::release_host(std::byte* data, std::size_t) { host_pool_.give(data); }
 
 // From page-locked memory the copy engine reads the host memory itself and the call returns at
 // once; from pageable memory CUDA stages it first, and the call returns once it has been read.

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/context.h"
 #include "backend/device.h"
+#include "backend/host_pool.h"
 
 namespace tandem::backend::cuda {
 
@@ -34,6 +35,7 @@ class CudaDevice : public Device {
  private:
   Context context_;
   Faults faults_;
+  HostPool host_pool_;  // page-locked buffers given back, kept for the next fit, evaluate or predict
 };
 
 // The number of usable GPUs; throws DeviceUnavailable with the runtime's reason when there are none.
