@@ -136,6 +136,19 @@ TEST_CASE("input copies: Mirrored with several batches per step (sync_every) ove
   }
 }
 
+TEST_CASE("input copies: Pipeline (micro-batches: inputs to the first device, targets to the last) and ModelSplit over such devices equal cpu devices") {
+  const auto fit = [](const dist::StrategyPtr& strategy) {
+    auto model = make_model(strategy);
+    model->fit(streamed(blobs(100, 4)), {.epochs = 2, .batch_size = 20, .verbose = 0});
+    return model->get_weights();
+  };
+  const LagStats before = counts();
+  check_bitwise_equal(fit(dist::Pipeline({"lag:0", "lag:1"}, {.micro_batches = 2})), fit(dist::Pipeline({"cpu:0", "cpu:1"}, {.micro_batches = 2})));
+  check_bitwise_equal(fit(dist::ModelSplit({"lag:0", "lag:1"})), fit(dist::ModelSplit({"cpu:0", "cpu:1"})));
+  CHECK(counts().moved_in > before.moved_in);
+  CHECK(counts().during_step > before.during_step);
+}
+
 TEST_CASE("input copies: with the inboxes turned off the device gets its inputs directly, with the same results") {
   tandem::runtime::set_input_overlap(false);
   const LagStats before = counts();
