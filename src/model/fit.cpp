@@ -422,12 +422,16 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
         CompiledStep& s = step_at(next, group_at(next));
         if (s.exe->stages_inputs()) next_step = &s;
       }
-      if (next_step)
+      if (next_step) {
         step.exe->run([&] {
           for (int64_t i = 0, n = group_at(next); i < n; ++i) feeder.feed(next + i, *next_step, i);
           fed = true;
         });
-      else step.exe->run();
+        // The next step's data_wait: none when the wait was hidden behind this step.
+        if (step.exe->meanwhile_hidden()) feeder.prefetcher().take_wait_seconds();
+      } else {
+        step.exe->run();
+      }
       ++updates;
       m.after_step(true);
       if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);

@@ -408,11 +408,15 @@ void Executable::run(const std::function<void()>& meanwhile) {
   if (wrote_) writing_ ^= 1, wrote_ = false, fresh_ = true;
   for (std::size_t p = 0; p < device_workers_.size(); ++p) tickets_[p] = device_workers_[p]->post(device_steps_[p]);
   std::exception_ptr meanwhile_error;
-  if (meanwhile) try {
+  meanwhile_hidden_ = false;
+  if (meanwhile) {
+    try {
       meanwhile();
     } catch (...) {
       meanwhile_error = std::current_exception();
     }
+    for (std::size_t p = 0; p < device_workers_.size(); ++p) meanwhile_hidden_ = meanwhile_hidden_ || !device_workers_[p]->finished(tickets_[p]);
+  }
   std::exception_ptr first_error;
   const std::string running = wait_for_devices(first_error);
   if (!running.empty()) {

@@ -73,6 +73,9 @@ class Executable {
   // for them (an error it raises is rethrown after the step ended, unless the step failed too):
   // where stages_inputs(), it may write the next step's inputs.
   void run(const std::function<void()>& meanwhile = nullptr);
+  // Whether the last run's `meanwhile` returned while a device was still running the step: then
+  // the time it took (waiting for the next batch, say) was hidden behind the step.
+  bool meanwhile_hidden() const { return meanwhile_hidden_; }
   // Returns once no step of this Executable is running: waits (under the watchdog) for a step the
   // watchdog abandoned. Call it before touching the memory the step uses — feeds, fetches, the
   // variables it updates — from outside run().
@@ -107,6 +110,7 @@ class Executable {
   int writing_ = 0;
   bool wrote_ = false;   // into set writing_, since the last run()
   bool fresh_ = true;    // set writing_ holds an older step's inputs: cleared by the first write
+  bool meanwhile_hidden_ = false;
   std::vector<backend::Device*> devices_;
   std::vector<core::TaskThread*> device_workers_;  // the devices', shared
 };
