@@ -149,6 +149,26 @@ TEST_CASE("input copies: Pipeline (micro-batches: inputs to the first device, ta
   CHECK(counts().during_step > before.during_step);
 }
 
+TEST_CASE("input copies: batches from a whole-batch source on such a device equal the cpu's") {
+  const Dataset data = blobs(100, 6);
+  const Tensor x = data.x(), y = data.y();
+  const auto fit = [&](const std::string& device) {
+    const Dataset batched = tandem::datasets::from_batch_function<float, int32_t>(
+        data.size(), 32, {8}, {},
+        [x, y](int64_t b, int64_t rows, std::span<float> xs, std::span<int32_t> ys) {
+          std::memcpy(xs.data(), static_cast<const float*>(x.raw()) + b * 32 * 8, static_cast<std::size_t>(rows) * 8 * sizeof(float));
+          std::memcpy(ys.data(), static_cast<const int32_t*>(y.raw()) + b * 32, static_cast<std::size_t>(rows) * sizeof(int32_t));
+        },
+        {.num_parallel_calls = 2, .prefetch = 2});
+    auto model = make_model(dist::Default(device));
+    model->fit(batched, {.epochs = 2, .verbose = 0});
+    std::vector<Tensor> out = model->get_weights();
+    out.push_back(model->predict(batched, {.verbose = 0})[0]);
+    return out;
+  };
+  check_bitwise_equal(fit("lag:0"), fit("cpu:0"));
+}
+
 TEST_CASE("input copies: with the inboxes turned off the device gets its inputs directly, with the same results") {
   tandem::runtime::set_input_overlap(false);
   const LagStats before = counts();
