@@ -1,6 +1,7 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 

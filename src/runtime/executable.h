@@ -4,7 +4,6 @@
 // waits for the device workers under the watchdog (tandem/watchdog.h).
 #pragma once
 
-#include <array>
 #include <functional>
 #include <map>
 #include <exception>
@@ -49,8 +48,8 @@ class Executable {
   void* feed(int program, const std::string& input, int micro_batch = 0) const;
   // Copies `bytes` of host memory to the input at `at` (an address feed() gave) of `program`. A
   // device that copies synchronously (the CPU) copies at once, into the step's memory. One that
-  // copies asynchronously (a GPU) gets the copy issued into the input's inbox, one of two places
-  // outside the step's memory taken in turn, and moves it into the step's memory as the first
+  // copies asynchronously (a GPU) gets the copy issued into the input's inbox, one of two device
+  // buffers beside the step's memory taken in turn, and moves it into the step's memory as the first
   // work of the next run(): the host does not wait, and may write while the previous step runs.
   void write_feed(int program, void* at, const void* host, std::size_t bytes);
   // Returns once the copies write_feed issued have read their host memory (which may then change).
