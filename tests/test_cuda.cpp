@@ -16,10 +16,17 @@
 #include <set>
 #include <tuple>
 
+#if TANDEM_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "autodiff/autodiff.h"
 #include "backend/device.h"
 #include "backend/kernel_registry.h"
+#include "data/batcher.h"
+#include "data/prefetcher.h"
 #include "distribute/strategy.h"
+#include "model/feeder.h"
 #include "ops/activation_functions.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
@@ -572,4 +579,85 @@ TEST_CASE("cuda: cast to and from bfloat16 and float16 on gpu:0 equals the CPU's
       CHECK(same(cpu, gpu) == 0);
     }
   }
+}
+
+// Input copies to a GPU: the staging slots are page-locked, batches are copied asynchronously
+// into the step's inboxes (the next one while the step runs) and moved in by the step. None of it
+// may change a result: the same training on gpu:0 through the inboxes, without them, and from a
+// streamed dataset ends at bitwise the same weights.
+namespace {
+// The rows of `data` read by decode threads as batches are staged (two threads, two ahead).
+tandem::Dataset streamed_rows(const Tensor& x, const Tensor& y) {
+  const int64_t features = x.shape()[1];
+  return tandem::datasets::from_function<float, int32_t>(
+      x.shape()[0], {features}, {},
+      [x, y, features](int64_t i, std::span<float> xs, std::span<int32_t> ys) {
+        std::memcpy(xs.data(), static_cast<const float*>(x.raw()) + i * features, static_cast<std::size_t>(features) * sizeof(float));
+        ys[0] = static_cast<const int32_t*>(y.raw())[i];
+      },
+      {.num_parallel_calls = 2, .prefetch = 2});
+}
+
+// Two epochs of batches of 32 over 150 rows (the last of 22: a step of its own), evaluate and
+// predict with a partial last batch: the weights, then the predictions.
+std::vector<Tensor> train_for_inputs(const dist::StrategyPtr& strategy, bool stream) {
+  auto [x, y] = classes(150, 12, DType::F32);
+  tandem::set_random_seed(4);
+  auto in = tandem::Input({12});
+  auto h = tl::Dense(24, "relu")(in);
+  h = tl::BatchNormalization()(h);
+  h = tl::Dropout(0.2)(h);
+  tandem::Model model(in, tl::Dense(3)(h));
+  model.compile({.optimizer = tandem::optimizers::Adam(1e-2), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}, .strategy = strategy});
+  const tandem::Dataset data = stream ? streamed_rows(x, y) : tandem::Dataset(x, y);
+  model.fit(data, {.epochs = 2, .batch_size = 32, .verbose = 0});
+  const tandem::Logs logs = model.evaluate(data, {.batch_size = 64, .verbose = 0});
+  std::vector<Tensor> out = model.get_weights();
+  out.push_back(Tensor::from({1}, std::span<const double>(std::vector<double>{logs.at("loss")})));
+  out.push_back(stream ? model.predict(streamed_rows(x, y), {.batch_size = 64, .verbose = 0})[0] : model.predict(x, {.batch_size = 64, .verbose = 0}));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("cuda: the input pipeline stages batches for gpu:0 in page-locked memory") {
+  if (skip_without_gpu()) return;
+#if TANDEM_WITH_CUDA
+  auto [x, y] = classes(64, 12, DType::F32);
+  tandem::data::Batcher batches(tandem::Dataset(x, y), 16, false, 0);
+  tandem::data::Prefetcher prefetch(batches, {true, true}, tandem::detail::staging_memory(*dist::Default("gpu:0")));
+  batches.start_epoch(0);
+  prefetch.start_epoch();
+  auto memory_type = [](const void* p) {
+    cudaPointerAttributes a{};
+    REQUIRE(cudaPointerGetAttributes(&a, p) == cudaSuccess);
+    return a.type;
+  };
+  for (std::size_t c = 0; c < 2; ++c) CHECK(memory_type(prefetch.column(0, c)) == cudaMemoryTypeHost);
+  // Ordinary memory, for contrast: the runtime does not know it.
+  const tandem::backend::HostBuffer plain = tandem::backend::allocate_ordinary_host(1024);
+  CHECK(memory_type(plain.data()) == cudaMemoryTypeUnregistered);
+  // A request the machine cannot meet names the device and the bytes, and leaves no error behind.
+  CHECK_THROWS_WITH(tandem::backend::open_device("gpu:0").allocate_host(std::size_t(1) << 50),
+                    doctest::Contains("1125899906842624 bytes of page-locked host memory for gpu:0"));
+  CHECK(cudaGetLastError() == cudaSuccess);
+#endif
+}
+
+TEST_CASE("cuda: a streamed fit, evaluate and predict on gpu:0 equal the in-memory ones, bit for bit") {
+  if (skip_without_gpu()) return;
+  CHECK(max_relative_difference(train_for_inputs(dist::Default("gpu:0"), true), train_for_inputs(dist::Default("gpu:0"), false), 1e-30) == 0.0);
+}
+
+TEST_CASE("cuda: inputs through the inboxes (copied while the previous step runs) equal inputs copied directly") {
+  if (skip_without_gpu()) return;
+  const auto both = [](const dist::StrategyPtr& strategy) {
+    const std::vector<Tensor> inboxes = train_for_inputs(strategy, true);
+    tandem::runtime::set_input_overlap(false);
+    const std::vector<Tensor> direct = train_for_inputs(strategy, true);
+    tandem::runtime::set_input_overlap(true);
+    CHECK(max_relative_difference(inboxes, direct, 1e-30) == 0.0);
+  };
+  SUBCASE("Default") { both(dist::Default("gpu:0")); }
+  SUBCASE("Mirrored over two logical GPUs, two batches a step") { both(dist::Mirrored({"gpu:0/0", "gpu:0/1"}, {.sync_every = 2})); }
 }

@@ -11,6 +11,7 @@
 #include "backend/kernel_registry.h"
 #include "graph/op_registry.h"
 #include "layer_base/call_context.h"
+#include "lag_device.h"
 
 namespace tl = tandem::layers;
 using namespace std::chrono_literals;
@@ -125,6 +126,18 @@ TEST_CASE("watchdog: a kernel stalled on one Mirrored device is named, and the o
   MESSAGE(message);
   std::this_thread::sleep_for(3000ms);
   CHECK_NOTHROW(model.fit(rows(32), {.epochs = 1, .batch_size = 16, .verbose = 0}));
+}
+
+TEST_CASE("watchdog: a stalled step on a device that copies asynchronously is abandoned after the next batch was copied; training goes on after") {
+  const WatchdogLimit limit(500ms);
+  auto owned = stall_model(tandem::distribute::Default("lag:0"));
+  const std::size_t overlapped = lag::counts().during_step;
+  const auto [message, took] = fit_with_stall(*owned, "lag:0");
+  CHECK(message.find("lag:0 is in kernel 'test_stall' of 'stall'") != std::string::npos);
+  CHECK(took < 2000ms);
+  CHECK(lag::counts().during_step > overlapped);  // batch 1, copied while step 0 stalled
+  std::this_thread::sleep_for(3000ms);
+  CHECK_NOTHROW(owned->fit(rows(32), {.epochs = 1, .batch_size = 16, .verbose = 0}));
 }
 
 TEST_CASE("watchdog: the limit must be positive") {

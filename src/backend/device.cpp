@@ -1,5 +1,8 @@
 #include "backend/device.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -41,6 +44,33 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 
 DeviceBuffer::~DeviceBuffer() {
   if (device_ && data_) device_->release(data_, bytes_);
+}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_) device_ ? device_->release_host(data_, bytes_) : std::free(data_);
+    device_ = o.device_, data_ = o.data_, bytes_ = o.bytes_;
+    o.device_ = nullptr, o.data_ = nullptr, o.bytes_ = 0;
+  }
+  return *this;
+}
+
+HostBuffer::~HostBuffer() {
+  if (data_) device_ ? device_->release_host(data_, bytes_) : std::free(data_);
+}
+
+HostBuffer allocate_ordinary_host(std::size_t bytes) {
+  const std::size_t rounded = (std::max<std::size_t>(64, bytes) + 63) / 64 * 64;
+  auto* data = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (!data) throw Error(std::string("cannot allocate ").append(std::to_string(bytes)).append(" bytes of host memory"));
+  std::memset(data, 0, rounded);
+  return HostBuffer(nullptr, data, bytes);
+}
+
+void Device::release_host(std::byte* data, std::size_t) { std::free(data); }
+
+void Device::copy_in_step(void* device_dst, const void* device_src, std::size_t bytes) {
+  if (bytes) std::memcpy(device_dst, device_src, bytes);  // a device whose memory is host memory
 }
 
 DeviceKindRegistration::DeviceKindRegistration(const char* kind, DeviceFactory factory, std::source_location loc) {

@@ -64,6 +64,29 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Host memory that a device handed out (Device::allocate_host), returned to it when dropped.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  HostBuffer(Device* device, std::byte* data, std::size_t bytes) : device_(device), data_(data), bytes_(bytes) {}
+  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer();
+  std::byte* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  Device* device_ = nullptr;  // null: ordinary memory, freed with std::free
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// At least `bytes` of ordinary host memory, 64-byte aligned and zeroed; what a device without
+// memory of its own for copies gives (and what the input pipeline uses without a device).
+HostBuffer allocate_ordinary_host(std::size_t bytes);
+
 class Device {
  public:
   explicit Device(const DeviceName& name) : name_(name.str()) {}
@@ -79,6 +102,37 @@ class Device {
   virtual DeviceBuffer allocate(std::size_t bytes) = 0;
   virtual void copy_in(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void copy_out(void* host_dst, const void* device_src, std::size_t bytes) = 0;
+  // Host memory for data on its way to this device, 64-byte aligned and zeroed: the input
+  // pipeline's staging slots. The CPU's is ordinary memory; a GPU's is page-locked, which its
+  // copies read directly (at the bus's full speed, where pageable memory is first copied by the
+  // driver) and without the host waiting.
+  virtual HostBuffer allocate_host(std::size_t bytes) { return allocate_ordinary_host(bytes); }
+
+  // Asynchronous input copies. A device that copies asynchronously (a GPU) has a copy queue apart
+  // from its compute queue, and a step's inputs can be copied while the previous step runs
+  // (runtime::Executable's inboxes); the CPU copies at once and says false.
+  virtual bool copies_asynchronously() const { return false; }
+  // Issues a copy from host to device memory on the copy queue and returns, maybe before the copy
+  // happened: until a CopyEvent recorded after it was reached, the host memory must not change and
+  // the device memory must not be read. Host memory from allocate_host copies without the host
+  // waiting. A synchronous device copies at once.
+  virtual void copy_in_async(void* device_dst, const void* host_src, std::size_t bytes) { copy_in(device_dst, host_src, bytes); }
+  // A point in the copy queue.
+  class CopyEvent {
+   public:
+    virtual ~CopyEvent() = default;
+    virtual void record() = 0;  // after every copy issued so far
+    virtual void wait() = 0;    // on the host: returns once the copies before the record finished
+    // The compute work issued after this call from the calling thread (a device worker) starts
+    // once the copies before the record finished; the host does not wait.
+    virtual void order_compute() = 0;
+  };
+  // Null on a device that copies synchronously (nothing to wait for).
+  virtual std::unique_ptr<CopyEvent> make_copy_event() { return nullptr; }
+  // Copies device memory to device memory as compute work (on a GPU, on the compute queue: after
+  // the work issued before it from the calling thread, before the work issued after it).
+  virtual void copy_in_step(void* device_dst, const void* device_src, std::size_t bytes);
+
   // What this device's kernels receive as KernelInit::context.
   virtual void* kernel_context() = 0;
   // Called once on each thread that will run this device's kernels (the CPU flushes denormals).
@@ -104,6 +158,8 @@ class Device {
  protected:
   friend class DeviceBuffer;
   virtual void release(std::byte* data, std::size_t bytes) = 0;
+  friend class HostBuffer;
+  virtual void release_host(std::byte* data, std::size_t bytes);
 
  private:
   std::string name_;

@@ -31,7 +31,7 @@ void hold(std::size_t bytes) {
 std::size_t Prefetcher::peak_staging_bytes() { return peak_staging.load(); }
 void Prefetcher::reset_peak_staging_bytes() { peak_staging.store(live_staging.load()); }
 
-Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted) : batches_(batches) {
+Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted, const StagingAllocator& allocate) : batches_(batches) {
   const InputPipelineOptions& o = batches.pipeline();
   autotuning_ = o.num_parallel_calls == AUTOTUNE;
   max_threads_ = autotuning_ ? std::max(1, static_cast<int>(std::thread::hardware_concurrency())) : std::max(1, o.num_parallel_calls);
@@ -43,9 +43,10 @@ Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted) 
     s->columns.resize(batches.columns());
     for (std::size_t c = 0; c < batches.columns(); ++c) {
       const bool want = c < wanted.size() && wanted[c];
-      if (want) s->columns[c].resize(rows * batches.row_bytes(c));  // once, for the largest batch
-      staging_bytes_ += s->columns[c].size();
-      s->outs.push_back(want ? s->columns[c].data() : nullptr);  // null for zero-byte rows too: nothing to copy
+      const std::size_t bytes = want ? rows * batches.row_bytes(c) : 0;  // once, for the largest batch
+      if (bytes) s->columns[c] = allocate ? allocate(bytes) : backend::allocate_ordinary_host(bytes);
+      staging_bytes_ += bytes;
+      s->outs.push_back(s->columns[c].data());  // null for zero-byte rows too: nothing to copy
     }
     s->tickets.resize(static_cast<std::size_t>(max_threads_));
     for (int k = 0; k < max_threads_; ++k) s->part.emplace_back([this, slot = s.get(), k] { gather_part(*slot, k); });

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/device.h"
 #include "core/task_thread.h"
 #include "data/batcher.h"
 
@@ -23,12 +24,16 @@ namespace tandem::data {
 // worker of several reads only its own rows).
 using RowRanges = std::vector<std::pair<int64_t, int64_t>>;
 using RowSelect = std::function<RowRanges(int64_t rows)>;
+// Where the staging slots come from: the memory of the device the batches go to (page-locked for
+// a GPU, so that its copies read the slots directly and asynchronously).
+using StagingAllocator = std::function<backend::HostBuffer(std::size_t bytes)>;
 
 class Prefetcher {
  public:
   // Stages the columns of `batches` whose `wanted` entry is true (predict skips the targets),
-  // with the threads and depth of batches.pipeline().
-  Prefetcher(const Batcher& batches, const std::vector<bool>& wanted);
+  // with the threads and depth of batches.pipeline(), in slots from `allocate` (ordinary host
+  // memory when null).
+  Prefetcher(const Batcher& batches, const std::vector<bool>& wanted, const StagingAllocator& allocate = nullptr);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -57,7 +62,7 @@ class Prefetcher {
 
  private:
   struct Slot {
-    std::vector<std::vector<std::byte>> columns;
+    std::vector<backend::HostBuffer> columns;
     std::vector<void*> outs;  // each column's buffer, null for the columns not wanted
     int64_t batch = -1;  // the batch gathered into it, or being gathered
     int parts = 0;       // the threads it is split over: first_thread, first_thread + 1, ...

@@ -10,10 +10,12 @@
 #include <iostream>
 #include <map>
 
+#include "backend/device.h"
 #include "data/batcher.h"
 #include "data/prefetcher.h"
 #include "distribute/strategy.h"
 #include "model/model_impl.h"
+#include "runtime/executable.h"
 
 namespace tandem::detail {
 
@@ -57,12 +59,24 @@ inline data::RowRanges rows_read(const CompiledStep& step) {
   return merged;
 }
 
+// The staging slots for batches that go to `strategy`'s devices: page-locked memory when one of
+// them copies asynchronously (a GPU: its copies then read the slots directly, without the host
+// waiting), ordinary memory otherwise.
+inline data::StagingAllocator staging_memory(const distribute::Strategy& strategy) {
+  for (const std::string& name : strategy.devices()) {
+    backend::Device& device = backend::open_device(name, strategy.threads_per_device());
+    if (device.copies_asynchronously()) return [&device](std::size_t bytes) { return device.allocate_host(bytes); };
+  }
+  return nullptr;
+}
+
 // Copies batch b, staged by the decode threads, into the step's inputs: each device gets the
-// rows of the batch its program reads.
+// rows of the batch its program reads. A device that copies asynchronously gets them in its
+// step's inboxes (runtime::Executable::write_feed), which it may do while the previous step runs.
 class Feeder {
  public:
-  Feeder(const data::Batcher& batches, bool with_targets)
-      : batches_(batches), prefetch_(batches, wanted(batches, with_targets)), with_targets_(with_targets) {}
+  Feeder(const data::Batcher& batches, bool with_targets, const data::StagingAllocator& staging = nullptr)
+      : batches_(batches), prefetch_(batches, wanted(batches, with_targets), staging), with_targets_(with_targets) {}
   // A worker of several stages only the rows its devices read: `step_for(rows)` gives the step
   // that runs batches of that many rows (compiled before the epoch starts).
   void select_rows(const distribute::Strategy& strategy, const std::function<const CompiledStep&(int64_t rows)>& step_for) {
@@ -80,6 +94,7 @@ class Feeder {
     for (std::size_t i = 0; i < n_x; ++i) step.write(step.x[i], prefetch_.column(b, i), batches_.row_bytes(i), index);
     if (with_targets_)
       for (std::size_t i = 0; i < step.y.size(); ++i) step.write(step.y[i], prefetch_.column(b, n_x + i), batches_.row_bytes(n_x + i), index);
+    step.exe->wait_for_writes();  // the slot is refilled once released: its copies must have read it
     prefetch_.release(b);
   }
 
@@ -94,4 +109,17 @@ class Feeder {
   data::Prefetcher prefetch_;
   bool with_targets_;
 };
+
+// Runs `step`; where its devices take inputs through inboxes (GPUs), batch `next` is written into
+// the inboxes of its step — `next_step()`, looked up before `step` runs, since compiling reads the
+// variables — while `step` runs, and `fed` says so. Without a next batch (`next_step` empty), or
+// on a device that copies synchronously, `step` just runs.
+inline void run_feeding_next(const CompiledStep& step, Feeder& feeder, int64_t next, const std::function<CompiledStep&()>& next_step, bool& fed) {
+  const CompiledStep* then = next_step && step.exe->stages_inputs() ? &next_step() : nullptr;
+  if (!then || !then->exe->stages_inputs()) return step.exe->run();
+  step.exe->run([&] {
+    feeder.feed(next, *then, 0);
+    fed = true;
+  });
+}
 }  // namespace tandem::detail

@@ -347,7 +347,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     progress_ = std::move(*resume);
     progress_.history_epochs.clear(), progress_.history.clear();
   }
-  Feeder feeder(batches, true);
+  Feeder feeder(batches, true, detail::staging_memory(*m.strategy));
   m.begin_steps();  // after on_train_begin, which may have loaded weights
   int64_t updates = m.optimizer->iterations();  // for a learning-rate schedule; one per step
   const auto slots = m.metric_slots();          // names and sums per metric, once: not per step
@@ -378,20 +378,30 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     feeder.start_epoch(first + done);
     double waited = 0, stepping = 0;  // seconds this epoch: waiting for input, and whole steps
     int64_t epoch_steps = 0;
-    for (int64_t b = first + done; b < last;) {
-      // One step runs a group of `group` consecutive batches of equal rows (one batch unless the
-      // strategy synchronises every k); an epoch's last batches that do not fill one are a
-      // group of their own.
+    // One step runs a group of `group` consecutive batches of equal rows (one batch unless the
+    // strategy synchronises every k); an epoch's last batches that do not fill one are a group of
+    // their own. The group from batch b: its batch count, and its step.
+    auto group_at = [&](int64_t b) {
       const int64_t rows = batches.batch_rows(b);
       int64_t count = 1;
       while (count < group && b + count < last && batches.batch_rows(b + count) == rows) ++count;
-      CompiledStep& step = rows == full_rows && count == group ? full : m.step(StepKind::Train, rows, target_types(data, rows, weighted), count);
+      return count;
+    };
+    auto step_at = [&](int64_t b, int64_t count) -> CompiledStep& {
+      const int64_t rows = batches.batch_rows(b);
+      return rows == full_rows && count == group ? full : m.step(StepKind::Train, rows, target_types(data, rows, weighted), count);
+    };
+    bool fed = false;  // the group at b was written while the previous step ran
+    for (int64_t b = first + done; b < last;) {
+      const int64_t rows = batches.batch_rows(b), count = group_at(b);
+      CompiledStep& step = step_at(b, count);
       const auto started = std::chrono::steady_clock::now();
       const bool trace = !o.trace_path.empty() && steps_run == o.trace_step;
       runtime::Tracer& tracer = step.exe->tracer();
       if (trace) tracer.clear(), tracer.enable(true);
       const double feed_begin = trace ? tracer.now() : 0;
-      for (int64_t i = 0; i < count; ++i) feeder.feed(b + i, step, i);
+      if (!std::exchange(fed, false))
+        for (int64_t i = 0; i < count; ++i) feeder.feed(b + i, step, i);
       const double step_wait = feeder.prefetcher().take_wait_seconds();
       if (trace) {  // the wait comes before the copies of each batch; shown as one span, then the copies
         const int track = tracer.track("input pipeline");
@@ -402,7 +412,26 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
         for (auto& c : callbacks) c->on_train_batch_begin(b - first + i, {});
       m.before_step();
       if (m.optimizer->follow_schedule(updates)) m.homes.to_devices({m.optimizer->variables()[1]});
-      step.exe->run();
+      // Where the devices copy asynchronously (GPUs: see runtime::Executable::write_feed), the
+      // next group's batches are copied into its inboxes while this step runs. Its step is
+      // looked up (compiled) before: compiling reads the variables this step writes. Not for a
+      // step that is traced (its trace shows its own input copies), nor across epochs.
+      const int64_t next = b + count;
+      CompiledStep* next_step = nullptr;
+      if (next < last && step.exe->stages_inputs() && !(!o.trace_path.empty() && steps_run + 1 == o.trace_step)) {
+        CompiledStep& s = step_at(next, group_at(next));
+        if (s.exe->stages_inputs()) next_step = &s;
+      }
+      if (next_step) {
+        step.exe->run([&] {
+          for (int64_t i = 0, n = group_at(next); i < n; ++i) feeder.feed(next + i, *next_step, i);
+          fed = true;
+        });
+        // The next step's data_wait: none when the wait was hidden behind this step.
+        if (step.exe->meanwhile_hidden()) feeder.prefetcher().take_wait_seconds();
+      } else {
+        step.exe->run();
+      }
       ++updates;
       m.after_step(true);
       if (trace) step.exe->tracer().enable(false), step.exe->tracer().write_json(o.trace_path);
@@ -455,7 +484,7 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   ensure_built(input_data.x_row().shape, input_data.x_row().dtype);
   const Dataset data = prepare(input_data, "evaluate");
   data::Batcher batches(data, o.batch_size, false, 0);
-  Feeder feeder(batches, true);
+  Feeder feeder(batches, true, detail::staging_memory(*m.strategy));
   m.begin_steps();
   feeder.select_rows(*m.strategy, [&](int64_t rows) -> const CompiledStep& { return m.step(StepKind::Test, rows, target_types(data, rows)); });
   feeder.start_epoch();
@@ -464,12 +493,16 @@ Logs Model::evaluate(const Dataset& input_data, const EvaluateOptions& o) {
   for (auto& c : callbacks) c->on_test_begin({});
   const auto slots = m.metric_slots();
   Accumulator acc{0, std::vector<double>(m.metric_sums(), 0.0), 0};
+  bool fed = false;  // batch b was written while the previous step ran
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
     CompiledStep& step = m.step(StepKind::Test, rows, target_types(data, rows));
     for (auto& c : callbacks) c->on_test_batch_begin(b, {});
-    feeder.feed(b, step);
-    step.exe->run();
+    if (!std::exchange(fed, false)) feeder.feed(b, step);
+    detail::run_feeding_next(step, feeder, b + 1, b + 1 < batches.num_batches() ? [&]() -> CompiledStep& {
+      const int64_t next_rows = batches.batch_rows(b + 1);
+      return m.step(StepKind::Test, next_rows, target_types(data, next_rows));
+    } : std::function<CompiledStep&()>(), fed);
     m.after_step(false);
     acc.add(step.scalars(), rows);
     const Logs logs = acc.logs(slots);

@@ -40,7 +40,7 @@ std::vector<Tensor> Model::predict_dataset(const Dataset& input, const PredictOp
   const int64_t n = input.size();
   const Dataset data = input.streamed() ? (check_inputs({}, &input), streamed_inputs(input)) : input.with(check_inputs(input.xs(), &input), input.ys());
   data::Batcher batches(data, o.batch_size, false, 0);
-  Feeder feeder(batches, false);
+  Feeder feeder(batches, false, detail::staging_memory(*m.strategy));
   m.begin_steps();
   feeder.select_rows(*m.strategy, [&](int64_t rows) -> const CompiledStep& { return m.step(StepKind::Predict, rows, {}); });
   feeder.start_epoch();
@@ -50,12 +50,15 @@ std::vector<Tensor> Model::predict_dataset(const Dataset& input, const PredictOp
       detail::loop_callbacks(o.callbacks, progress_verbosity(o.verbose, m.strategy.get()), batches.num_batches(), this);
   for (auto& c : callbacks) c->on_predict_begin({});
   int64_t done = 0;
+  bool fed = false;  // batch b was written while the previous step ran
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
     const int64_t rows = batches.batch_rows(b);
     CompiledStep& step = m.step(StepKind::Predict, rows, {});
     for (auto& c : callbacks) c->on_predict_batch_begin(b, {});
-    feeder.feed(b, step);
-    step.exe->run();
+    if (!std::exchange(fed, false)) feeder.feed(b, step);
+    detail::run_feeding_next(step, feeder, b + 1, b + 1 < batches.num_batches() ? [&]() -> CompiledStep& {
+      return m.step(StepKind::Predict, batches.batch_rows(b + 1), {});
+    } : std::function<CompiledStep&()>(), fed);
     for (std::size_t i = 0; i < results.size(); ++i) {
       const std::size_t row_bytes = results[i].bytes() / static_cast<std::size_t>(std::max<int64_t>(1, n));
       step.read_rows(step.outputs[i], static_cast<std::byte*>(results[i].raw()) + row_bytes * static_cast<std::size_t>(done), row_bytes, rows);

@@ -88,8 +88,8 @@ void CompiledStep::write(const std::vector<Feed>& to, const std::byte* batch, st
     const auto j = static_cast<std::size_t>(index * pieces + piece);
     for (std::size_t p = 0; p < to.size(); ++p)
       if (!to[p].at.empty() && to[p].at[j])
-        exe->device(static_cast<int>(p)).copy_in(to[p].at[j], micro + static_cast<std::size_t>(to[p].offset) * row_bytes,
-                                                   static_cast<std::size_t>(to[p].rows) * row_bytes);
+        exe->write_feed(static_cast<int>(p), to[p].at[j], micro + static_cast<std::size_t>(to[p].offset) * row_bytes,
+                        static_cast<std::size_t>(to[p].rows) * row_bytes);
   }
 }
 

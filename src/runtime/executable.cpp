@@ -1,7 +1,9 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstdlib>
 
 #include "comm/comm_context.h"
 #include "graph/op_registry.h"
@@ -25,6 +27,25 @@ struct BoundAction {
   std::vector<const graph::Node*> nodes;  // each kernel's node, for traces and the watchdog
   std::vector<const char*> dtypes;        // each kernel's dtype, for traces
   std::string label;                      // "forward 3", "backward 3", "update": a trace slice
+};
+
+std::atomic<bool>& overlap_setting() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("TANDEM_INPUT_OVERLAP");
+    return !v || std::string(v) != "0";
+  }()};
+  return on;
+}
+
+bool input_overlap() { return overlap_setting().load(); }
+void set_input_overlap(bool on) { overlap_setting().store(on); }
+
+// Where an input of a device that copies asynchronously is written: one of two inboxes, moved
+// into the step's memory (`arena`) by the step that reads it.
+struct Inbox {
+  void* arena = nullptr;
+  std::array<std::byte*, 2> at{};
+  std::array<std::size_t, 2> filled{};  // bytes written into each, since that set was handed out
 };
 
 const char* phase_name(graph::Phase p) {
@@ -52,6 +73,12 @@ struct Executable::Bound {
   bool issued_once = false;
   bool unrecordable = false;  // the device does not record, or could not record this step
   std::atomic<bool> replaying{false};  // for the watchdog
+  // Inputs through inboxes (empty: the device copies synchronously, into the arena): two sets,
+  // each with the event recorded after its copies, and the set the posted step moves in first.
+  std::vector<Inbox> inboxes;
+  std::array<backend::DeviceBuffer, 2> inbox_memory;
+  std::array<std::unique_ptr<backend::Device::CopyEvent>, 2> written;
+  int draining = -1;  // set before the step is posted; -1: nothing new to move in
 };
 
 Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<backend::Device*> devices,
@@ -132,12 +159,70 @@ Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<ba
       }
       b->actions.push_back(std::move(per_micro));
     }
+    if (input_overlap() && device.copies_asynchronously()) make_inboxes(static_cast<int>(p), *b);
     bound_.push_back(std::move(b));
   }
+  stages_inputs_ = !bound_.empty() && std::all_of(bound_.begin(), bound_.end(), [](const auto& b) { return b->written[0] != nullptr; });
   for (std::size_t p = 0; p < bound_.size(); ++p) {
     device_steps_.push_back([this, p] { run_guarded(static_cast<int>(p)); });
   }
   tickets_.resize(bound_.size());
+}
+
+// Two inboxes for every input a micro-batch of the program reads, in one allocation per set.
+void Executable::make_inboxes(int p, Bound& b) {
+  const graph::Graph& g = plan_->programs[static_cast<std::size_t>(p)].graph;
+  backend::Device& device = *devices_[static_cast<std::size_t>(p)];
+  std::vector<std::size_t> sizes;
+  for (const auto& pointers : b.pointers)
+    for (int i = 0; i < g.size(); ++i) {
+      const auto& ptrs = pointers[static_cast<std::size_t>(i)];
+      if (g.node(i).def->source != ops::Source::Feed || ptrs.empty()) continue;
+      const bool seen = std::any_of(b.inboxes.begin(), b.inboxes.end(), [&](const Inbox& in) { return in.arena == ptrs[0]; });
+      if (seen) continue;
+      b.inboxes.push_back({ptrs[0], {}, {}});
+      sizes.push_back((g.type(graph::Value{i, 0}).bytes() + 255) / 256 * 256);
+    }
+  std::size_t total = 0;
+  for (std::size_t s : sizes) total += s;
+  for (int set = 0; set < 2; ++set) {
+    b.inbox_memory[static_cast<std::size_t>(set)] = device.allocate(std::max<std::size_t>(total, 1));
+    std::byte* at = b.inbox_memory[static_cast<std::size_t>(set)].data();
+    for (std::size_t k = 0; k < b.inboxes.size(); ++k) b.inboxes[k].at[static_cast<std::size_t>(set)] = at, at += sizes[k];
+    b.written[static_cast<std::size_t>(set)] = device.make_copy_event();
+  }
+  if (!b.written[0]) b.inboxes.clear(), b.inbox_memory = {};  // the device has nothing to wait for after all
+}
+
+void Executable::write_feed(int p, void* at, const void* host, std::size_t bytes) {
+  Bound& b = *bound_[static_cast<std::size_t>(p)];
+  backend::Device& device = *devices_[static_cast<std::size_t>(p)];
+  if (b.inboxes.empty()) {
+    device.copy_in(at, host, bytes);
+    return;
+  }
+  const auto set = static_cast<std::size_t>(writing_);
+  if (fresh_) {  // what this set held was moved in by an earlier step
+    for (auto& other : bound_)
+      for (Inbox& in : other->inboxes) in.filled[set] = 0;
+    fresh_ = false;
+  }
+  for (Inbox& in : b.inboxes)
+    if (in.arena == at) {
+      device.copy_in_async(in.at[set], host, bytes);
+      in.filled[set] = std::max(in.filled[set], bytes);
+      wrote_ = true;
+      return;
+    }
+  throw Error("internal: " + device.name() + " has no input at the address written");
+}
+
+void Executable::wait_for_writes() {
+  if (!wrote_) return;
+  for (auto& b : bound_)
+    if (!b->inboxes.empty()) b->written[static_cast<std::size_t>(writing_)]->record();
+  for (auto& b : bound_)
+    if (!b->inboxes.empty()) b->written[static_cast<std::size_t>(writing_)]->wait();
 }
 
 // One communicator per group of ranks that some collective spans, shared by its members.
@@ -204,6 +289,12 @@ std::size_t Executable::arena_bytes(int program) const { return plan_->programs[
 void Executable::run_program(int p) {
   Bound& b = *bound_[static_cast<std::size_t>(p)];
   backend::Device& device = *devices_[static_cast<std::size_t>(p)];
+  if (b.draining >= 0) {  // the inputs written since the last step: moved in, after their copies
+    const auto set = static_cast<std::size_t>(b.draining);
+    b.written[set]->order_compute();
+    for (const Inbox& in : b.inboxes)
+      if (in.filled[set]) device.copy_in_step(in.arena, in.at[set], in.filled[set]);
+  }
   // A program that communicates waits on other threads between its kernels, and a traced one
   // times each kernel: both issue their kernels one by one.
   const bool replayable = !b.comm_worker && !tracer_.enabled() && !b.unrecordable;
@@ -308,11 +399,28 @@ void Executable::settle() {
   abandoned_ = false;
 }
 
-void Executable::run() {
+void Executable::run(const std::function<void()>& meanwhile) {
   settle();  // the step that outlived the watchdog must end before this one starts
   const auto limit = std::to_string(watchdog_timeout().count()) + " ms";
   root_error_ = nullptr;
+  // The inbox set written since the last step goes to this one; later writes go to the other.
+  for (auto& b : bound_)
+    if (!b->inboxes.empty()) {
+      if (wrote_) b->written[static_cast<std::size_t>(writing_)]->record();
+      b->draining = wrote_ ? writing_ : -1;
+    }
+  if (wrote_) writing_ ^= 1, wrote_ = false, fresh_ = true;
   for (std::size_t p = 0; p < device_workers_.size(); ++p) tickets_[p] = device_workers_[p]->post(device_steps_[p]);
+  std::exception_ptr meanwhile_error;
+  meanwhile_hidden_ = false;
+  if (meanwhile) {
+    try {
+      meanwhile();
+    } catch (...) {
+      meanwhile_error = std::current_exception();
+    }
+    for (std::size_t p = 0; p < device_workers_.size(); ++p) meanwhile_hidden_ = meanwhile_hidden_ || !device_workers_[p]->finished(tickets_[p]);
+  }
   std::exception_ptr first_error;
   const std::string running = wait_for_devices(first_error);
   if (!running.empty()) {
@@ -323,7 +431,10 @@ void Executable::run() {
     abort_communication(what);
     throw TimeoutError(what);
   }
-  if (!first_error) return;
+  if (!first_error) {
+    if (meanwhile_error) std::rethrow_exception(meanwhile_error);
+    return;
+  }
   // Abandon the step: let every communication thread finish what it was given (the aborted
   // communicator fails it at once), make the communicator usable again, report the cause.
   for (auto& b : bound_)

@@ -26,6 +26,12 @@ namespace tandem::runtime {
 
 class CommWorker;
 
+// Whether Executables bound to devices that copy asynchronously (GPUs) take their inputs through
+// inboxes, so that a step's inputs are copied while the previous step runs (default: yes; the
+// environment variable TANDEM_INPUT_OVERLAP=0 turns it off). Read when an Executable is made.
+bool input_overlap();
+void set_input_overlap(bool on);
+
 class Executable {
  public:
   // `devices[p]` runs program p; `variable(p, id)` is the home of variable `id` on that device
@@ -37,9 +43,20 @@ class Executable {
   ~Executable();  // waits for a step the watchdog abandoned: its kernels use this arena
 
   backend::Device& device(int program) const { return *devices_[static_cast<std::size_t>(program)]; }
-  // Device memory to write an input of one micro-batch to, through device(program).copy_in;
-  // null if the step does not read it.
+  // Device memory of an input of one micro-batch, to write with write_feed; null if the step does
+  // not read it.
   void* feed(int program, const std::string& input, int micro_batch = 0) const;
+  // Copies `bytes` of host memory to the input at `at` (an address feed() gave) of `program`. A
+  // device that copies synchronously (the CPU) copies at once, into the step's memory. One that
+  // copies asynchronously (a GPU) gets the copy issued into the input's inbox, one of two device
+  // buffers beside the step's memory taken in turn, and moves it into the step's memory as the first
+  // work of the next run(): the host does not wait, and may write while the previous step runs.
+  void write_feed(int program, void* at, const void* host, std::size_t bytes);
+  // Returns once the copies write_feed issued have read their host memory (which may then change).
+  void wait_for_writes();
+  // Whether every program takes its inputs through inboxes: then the next step's inputs may be
+  // written while this one runs (run's `meanwhile`), even by another Executable.
+  bool stages_inputs() const { return stages_inputs_; }
   const void* fetch(int program, int index) const;  // a fetched value after run(), in device memory
   // Copies fetch `index` of `program` out of device memory.
   void copy_fetch(int program, int index, void* host_dst, std::size_t bytes) const;
@@ -51,7 +68,13 @@ class Executable {
   // One step on every device; rethrows the first error any device raised. Raises TimeoutError
   // naming each device that has not finished and the kernel it is in when the step outlives the
   // watchdog's limit; a later run() first waits, under the watchdog again, for that step to end.
-  void run();
+  // `meanwhile` runs on the calling thread once the devices were given the step, before waiting
+  // for them (an error it raises is rethrown after the step ended, unless the step failed too):
+  // where stages_inputs(), it may write the next step's inputs.
+  void run(const std::function<void()>& meanwhile = nullptr);
+  // Whether the last run's `meanwhile` returned while a device was still running the step: then
+  // the time it took (waiting for the next batch, say) was hidden behind the step.
+  bool meanwhile_hidden() const { return meanwhile_hidden_; }
   // Returns once no step of this Executable is running: waits (under the watchdog) for a step the
   // watchdog abandoned. Call it before touching the memory the step uses — feeds, fetches, the
   // variables it updates — from outside run().
@@ -68,6 +91,7 @@ class Executable {
   // abandons the step for all of them, so nobody waits out a timeout for it.
   void run_guarded(int program);
   void make_groups();
+  void make_inboxes(int program, Bound& b);
   void abort_communication(const std::string& why);
   void reset_communication();
   std::map<std::vector<int64_t>, std::shared_ptr<distribute::comm::Communicator>> groups_;  // subsets' communicators
@@ -80,6 +104,12 @@ class Executable {
   std::vector<std::function<void()>> device_steps_;  // what each device worker runs for a step
   std::vector<uint64_t> tickets_;                    // each device's current step
   bool abandoned_ = false;                           // a step outlived the watchdog and may still run
+  // Inboxes: writes go to set writing_ (0 or 1); run() hands it to the step and flips it.
+  bool stages_inputs_ = false;
+  int writing_ = 0;
+  bool wrote_ = false;   // into set writing_, since the last run()
+  bool fresh_ = true;    // set writing_ holds an older step's inputs: cleared by the first write
+  bool meanwhile_hidden_ = false;
   std::vector<backend::Device*> devices_;
   std::vector<core::TaskThread*> device_workers_;  // the devices', shared
 };

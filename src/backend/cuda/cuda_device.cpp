@@ -3,7 +3,9 @@
 #include <cublasLt.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backend/cuda/check.h"
@@ -14,6 +16,8 @@ namespace {
 // cuBLASLt's and cuDNN's scratch: enough for their fast algorithms at the models' shapes; a kernel
 // whose algorithm wants more picks one that fits.
 constexpr std::size_t kWorkspaceBytes = std::size_t(64) << 20;
+// Freed page-locked staging kept per GPU for the next call; more is given back to the system.
+constexpr std::size_t kKeptPinnedBytes = std::size_t(1) << 30;
 
 void check_blas(cublasStatus_t s, const char* call, const std::string& device) {
   if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string(call) + " failed on " + device + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
@@ -39,7 +43,8 @@ int usable_gpus() {
   return count;
 }
 
-CudaDevice::CudaDevice(const DeviceName& name) : Device(name) {
+CudaDevice::CudaDevice(const DeviceName& name)
+    : Device(name), host_pool_([](std::byte* data) { cudaFreeHost(data); }, kKeptPinnedBytes) {
   const int count = usable_gpus();
   if (name.index >= count)
     throw DeviceUnavailable("device '" + name.str() + "' does not exist: this machine has " + std::to_string(count) + " GPU" +
@@ -116,6 +121,63 @@ void CudaDevice::copy_out(void* host_dst, const void* device_src, std::size_t by
   CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, context_.copies), "copying from " + name());
   CUDA_CHECK(cudaStreamSynchronize(context_.copies), "copying from " + name());
 }
+
+HostBuffer CudaDevice::allocate_host(std::size_t bytes) {
+  std::byte* data = host_pool_.take(bytes, [&](std::size_t rounded) {
+    const std::string what = std::string("allocating ").append(std::to_string(bytes)).append(" bytes of page-locked host memory for ").append(name());
+    CUDA_CHECK(cudaSetDevice(context_.ordinal), what);
+    void* pinned = nullptr;
+    // Portable: pinned for every GPU of the process, so one staging slot serves a batch spread
+    // over several of them.
+    if (const cudaError_t e = cudaHostAlloc(&pinned, rounded, cudaHostAllocPortable); e != cudaSuccess) {
+      cudaGetLastError();  // not the next step's error
+      throw_cuda_error(e, "cudaHostAlloc", what);
+    }
+    return static_cast<std::byte*>(pinned);
+  });
+  return HostBuffer(this, data, bytes);
+}
+
+void CudaDevice::release_host(std::byte* data, std::size_t) { host_pool_.give(data); }
+
+// From page-locked memory the copy engine reads the host memory itself and the call returns at
+// once; from pageable memory CUDA stages it first, and the call returns once it has been read.
+void CudaDevice::copy_in_async(void* device_dst, const void* host_src, std::size_t bytes) {
+  if (!bytes) return;
+  CUDA_CHECK(cudaSetDevice(context_.ordinal), "copying to " + name());
+  CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, context_.copies), "copying to " + name());
+}
+
+void CudaDevice::copy_in_step(void* device_dst, const void* device_src, std::size_t bytes) {
+  if (!bytes) return;
+  CUDA_CHECK(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, context_.stream), "copying a step's input on " + name());
+}
+
+namespace {
+class CudaCopyEvent : public Device::CopyEvent {
+ public:
+  CudaCopyEvent(const Context& ctx, std::string device) : ctx_(ctx), device_(std::move(device)) {
+    CUDA_CHECK(cudaSetDevice(ctx_.ordinal), "creating an event on " + device_);
+    // Blocking: a host that waits sleeps rather than spins (it shares the cores with the decode
+    // threads); no timing: cheaper to record.
+    CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming | cudaEventBlockingSync), "creating an event on " + device_);
+  }
+  ~CudaCopyEvent() override { cudaEventDestroy(event_); }
+  void record() override {
+    CUDA_CHECK(cudaSetDevice(ctx_.ordinal), "the input copies to " + device_);
+    CUDA_CHECK(cudaEventRecord(event_, ctx_.copies), "the input copies to " + device_);
+  }
+  void wait() override { CUDA_CHECK(cudaEventSynchronize(event_), "the input copies to " + device_); }
+  void order_compute() override { CUDA_CHECK(cudaStreamWaitEvent(ctx_.stream, event_, 0), "ordering a step after its input copies on " + device_); }
+
+ private:
+  const Context& ctx_;
+  std::string device_;
+  cudaEvent_t event_ = nullptr;
+};
+}  // namespace
+
+std::unique_ptr<Device::CopyEvent> CudaDevice::make_copy_event() { return std::make_unique<CudaCopyEvent>(context_, name()); }
 
 void CudaDevice::setup_worker_thread() { CUDA_CHECK(cudaSetDevice(context_.ordinal), "starting the worker of " + name()); }
 

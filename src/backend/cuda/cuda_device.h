@@ -5,6 +5,7 @@
 
 #include "backend/cuda/context.h"
 #include "backend/device.h"
+#include "backend/host_pool.h"
 
 namespace tandem::backend::cuda {
 
@@ -16,6 +17,11 @@ class CudaDevice : public Device {
   DeviceBuffer allocate(std::size_t bytes) override;
   void copy_in(void* device_dst, const void* host_src, std::size_t bytes) override;
   void copy_out(void* host_dst, const void* device_src, std::size_t bytes) override;
+  HostBuffer allocate_host(std::size_t bytes) override;  // page-locked (cudaHostAlloc), for every GPU
+  bool copies_asynchronously() const override { return true; }
+  void copy_in_async(void* device_dst, const void* host_src, std::size_t bytes) override;
+  std::unique_ptr<CopyEvent> make_copy_event() override;  // a CUDA event on the copies stream
+  void copy_in_step(void* device_dst, const void* device_src, std::size_t bytes) override;
   void* kernel_context() override { return &context_; }
   void setup_worker_thread() override;
   void synchronize() override;
@@ -24,10 +30,12 @@ class CudaDevice : public Device {
 
  protected:
   void release(std::byte* data, std::size_t bytes) override;
+  void release_host(std::byte* data, std::size_t bytes) override;
 
  private:
   Context context_;
   Faults faults_;
+  HostPool host_pool_;  // page-locked buffers given back, kept for the next fit, evaluate or predict
 };
 
 // The number of usable GPUs; throws DeviceUnavailable with the runtime's reason when there are none.
