@@ -16,6 +16,7 @@
 #include "compile/lower.h"
 #include "data/batcher.h"
 #include "data/prefetcher.h"
+#include "model/feeder.h"
 #include "lag_device.h"
 #include "ops/ops.h"
 #include "runtime/executable.h"
@@ -200,7 +201,7 @@ TEST_CASE("input copies: the staging slots come from the device's allocate_host,
   tandem::data::Prefetcher::reset_peak_staging_bytes();
   const std::size_t before = counts().pinned_buffers;
   {
-    tandem::data::Prefetcher prefetch(batches, {true, true}, [&](std::size_t bytes) { return device.allocate_host(bytes); });
+    tandem::data::Prefetcher prefetch(batches, {true, true}, tandem::detail::host_memory_of(device));
     // prefetch + 1 slots (the default prefetch is AUTOTUNE: at least 1), x and y each.
     CHECK(counts().pinned_buffers - before == 2 * static_cast<std::size_t>(std::max(1, batches.pipeline().prefetch) + 1));
     CHECK(tandem::data::Prefetcher::peak_staging_bytes() >= prefetch.staging_bytes());

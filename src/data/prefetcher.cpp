@@ -1,6 +1,9 @@
 #include "data/prefetcher.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -17,6 +20,15 @@ constexpr int64_t kTuneWindow = 8;
 constexpr double kTuneWait = 0.02;
 
 std::atomic<std::size_t> live_staging{0}, peak_staging{0};
+
+// Staging memory without a device's own: 64-byte aligned, zeroed.
+std::shared_ptr<std::byte> ordinary_memory(std::size_t bytes) {
+  const std::size_t rounded = (bytes + 63) / 64 * 64;
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
+}
 
 double seconds(core::Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
@@ -44,9 +56,9 @@ Prefetcher::Prefetcher(const Batcher& batches, const std::vector<bool>& wanted, 
     for (std::size_t c = 0; c < batches.columns(); ++c) {
       const bool want = c < wanted.size() && wanted[c];
       const std::size_t bytes = want ? rows * batches.row_bytes(c) : 0;  // once, for the largest batch
-      if (bytes) s->columns[c] = allocate ? allocate(bytes) : backend::allocate_ordinary_host(bytes);
+      if (bytes) s->columns[c] = allocate ? allocate(bytes) : ordinary_memory(bytes);
       staging_bytes_ += bytes;
-      s->outs.push_back(s->columns[c].data());  // null for zero-byte rows too: nothing to copy
+      s->outs.push_back(s->columns[c].get());  // null for zero-byte rows too: nothing to copy
     }
     s->tickets.resize(static_cast<std::size_t>(max_threads_));
     for (int k = 0; k < max_threads_; ++k) s->part.emplace_back([this, slot = s.get(), k] { gather_part(*slot, k); });
@@ -144,7 +156,7 @@ Prefetcher::Slot& Prefetcher::ready(int64_t b) {
   return s;
 }
 
-const std::byte* Prefetcher::column(int64_t b, std::size_t c) { return ready(b).columns.at(c).data(); }
+const std::byte* Prefetcher::column(int64_t b, std::size_t c) { return ready(b).columns.at(c).get(); }
 
 int64_t Prefetcher::take_skipped(std::string* first_error) {
   if (first_error) *first_error = first_error_;

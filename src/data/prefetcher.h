@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "backend/device.h"
 #include "core/task_thread.h"
 #include "data/batcher.h"
 
@@ -26,7 +25,7 @@ using RowRanges = std::vector<std::pair<int64_t, int64_t>>;
 using RowSelect = std::function<RowRanges(int64_t rows)>;
 // Where the staging slots come from: the memory of the device the batches go to (page-locked for
 // a GPU, so that its copies read the slots directly and asynchronously).
-using StagingAllocator = std::function<backend::HostBuffer(std::size_t bytes)>;
+using StagingAllocator = std::function<std::shared_ptr<std::byte>(std::size_t bytes)>;  // owns what it points at
 
 class Prefetcher {
  public:
@@ -62,7 +61,7 @@ class Prefetcher {
 
  private:
   struct Slot {
-    std::vector<backend::HostBuffer> columns;
+    std::vector<std::shared_ptr<std::byte>> columns;
     std::vector<void*> outs;  // each column's buffer, null for the columns not wanted
     int64_t batch = -1;  // the batch gathered into it, or being gathered
     int parts = 0;       // the threads it is split over: first_thread, first_thread + 1, ...

@@ -59,13 +59,21 @@ inline data::RowRanges rows_read(const CompiledStep& step) {
   return merged;
 }
 
+// Staging slots from `device`'s own host memory (Device::allocate_host).
+inline data::StagingAllocator host_memory_of(backend::Device& device) {
+  return [&device](std::size_t bytes) {
+    auto buffer = std::make_shared<backend::HostBuffer>(device.allocate_host(bytes));
+    return std::shared_ptr<std::byte>(buffer, buffer->data());  // owns the buffer, points at its memory
+  };
+}
+
 // The staging slots for batches that go to `strategy`'s devices: page-locked memory when one of
 // them copies asynchronously (a GPU: its copies then read the slots directly, without the host
 // waiting), ordinary memory otherwise.
 inline data::StagingAllocator staging_memory(const distribute::Strategy& strategy) {
   for (const std::string& name : strategy.devices()) {
     backend::Device& device = backend::open_device(name, strategy.threads_per_device());
-    if (device.copies_asynchronously()) return [&device](std::size_t bytes) { return device.allocate_host(bytes); };
+    if (device.copies_asynchronously()) return host_memory_of(device);
   }
   return nullptr;
 }
