@@ -10,6 +10,8 @@ namespace tl = tandem::layers;
 // The first argument, if any, names the device to train on: "gpu:0" on a machine with a GPU.
 int main(int argc, char** argv) {
   const std::string device = argc > 1 ? argv[1] : "cpu:0";
+  // The second, if any, is a dtype policy for the layers (docs/mixed-precision.md): "mixed_bfloat16".
+  if (argc > 2) tandem::mixed_precision::set_global_policy(argv[2]);
   tandem::set_random_seed(42);
   auto [train, test] = tandem::datasets::fashion_mnist();
 

@@ -73,8 +73,10 @@ std::string generate(tandem::Model& model, const text::Vocabulary& vocab, const 
 
 }  // namespace
 
-int main() {
+// The argument, if any, is a dtype policy for the layers (docs/mixed-precision.md): "mixed_bfloat16".
+int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
+  if (argc > 1) tandem::mixed_precision::set_global_policy(argv[1]);
   tandem::set_random_seed(42);
 
   const std::string corpus = text::plain_ascii(text::fortunes());

@@ -228,7 +228,8 @@ class MultiHeadAttentionLayer : public Layer {
     if (s.back() != want)
       throw ShapeError(who() + ": expected " + what + " with last dimension " + std::to_string(want) + " (as when built), got " +
                        s.without_batch().with_batch(-1).str());
-    if (ctx.g.type(x).dtype != p.kernel->value().dtype())
+    // The weights' dtype, or the 16-bit compute dtype of a mixed policy (the casts follow the policy).
+    if (ctx.g.type(x).dtype != p.kernel->value().dtype() && ctx.g.type(x).dtype != dtype_policy().compute_dtype())
       throw ShapeError(who() + ": expected " + what + " of dtype " + dtype_name(p.kernel->value().dtype()) + ", got " +
                        dtype_name(ctx.g.type(x).dtype));
   }

@@ -14,11 +14,12 @@ const std::set<std::string>& low_precision_ops() {
 }
 
 // Elementwise ops with 16-bit kernels on every backend (each computes in float32 per element and
-// rounds once), so a chain of them between products stays in 16 bits.
+// rounds once), and the ops that only move values (reshape, transpose), so a chain of them
+// between products stays in 16 bits.
 const std::set<std::string>& follow_ops() {
   static const std::set<std::string> ops{
       "bias_add", "add", "sub", "mul", "div", "relu", "sigmoid", "tanh", "gelu", "relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad",
-      "activation_bias_grad", "fused_matmul", "fused_conv2d"};
+      "activation_bias_grad", "fused_matmul", "fused_conv2d", "reshape", "transpose", "dropout"};
   return ops;
 }
 

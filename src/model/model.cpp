@@ -81,8 +81,15 @@ std::vector<graph::Value> Model::Impl::trace(CallContext& ctx, const std::vector
     graph::ScopeGuard scope(ctx.g, call->layer->name());
     // The layer computes in its policy's compute dtype: a 16-bit one casts its matrix products'
     // operands (graph/autocast.h); otherwise its own float dtype.
-    const DType compute = call->layer->dtype_policy().compute_dtype();
-    graph::ComputeDtypeGuard precision(ctx.g, graph::is_16bit(compute) ? compute : call->layer->dtype());
+    const DType policy = call->layer->dtype_policy().compute_dtype();
+    const DType compute = graph::is_16bit(policy) ? policy : call->layer->dtype();
+    graph::ComputeDtypeGuard precision(ctx.g, compute);
+    // As Keras's layers do, a layer takes its float inputs in its compute dtype: a 16-bit layer's
+    // float32 inputs become 16-bit, a float32 layer's 16-bit inputs float32 (float64 is left alone).
+    if (ctx.g.autocast)
+      for (graph::Value& v : ins)
+        if (const DType t = ctx.g.type(v).dtype; t != compute && t != DType::F64 && (t == DType::F32 || graph::is_16bit(t)))
+          v = ctx.g.cast(v, compute);
     if (std::find(ctx.g.layers.begin(), ctx.g.layers.end(), call->layer->name()) == ctx.g.layers.end()) ctx.g.layers.push_back(call->layer->name());
     emitted[call.get()] = emit_call(*call->layer, ctx, ins);
   }

@@ -70,5 +70,7 @@ REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::F32, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::F64, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::I32, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::I64, make_reshape);
+REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::BF16, make_reshape);
+REGISTER_KERNEL("reshape", DeviceKind::Cpu, DType::F16, make_reshape);
 
 }  // namespace tandem::backend::cpu

@@ -114,5 +114,7 @@ REGISTER_KERNEL("reshape", DeviceKind::Cuda, DType::F32, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cuda, DType::F64, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cuda, DType::I32, make_reshape);
 REGISTER_KERNEL("reshape", DeviceKind::Cuda, DType::I64, make_reshape);
+REGISTER_KERNEL("reshape", DeviceKind::Cuda, DType::BF16, make_reshape);
+REGISTER_KERNEL("reshape", DeviceKind::Cuda, DType::F16, make_reshape);
 
 }  // namespace tandem::backend::cuda
