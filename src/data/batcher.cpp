@@ -127,9 +127,11 @@ void Batcher::copy_rows(const std::vector<void*>& outs, int64_t first, int64_t b
   for (int64_t r = begin; r < end; ++r) transform(x + static_cast<std::size_t>(r) * row_bytes_[0], sample(first + r));
 }
 
-// One sample into row r: each column read straight into its place in the batch when it is staged
-// as read, else into scratch and from there through its map (or nowhere: a column not staged).
-void Batcher::read_row(int64_t index, int64_t r, const std::vector<void*>& outs, std::byte* scratch) const {
+// Rows [r, r + rows) from one read of the source: each column straight into its place in the
+// batch when it is staged as read, else into scratch and from there row by row through its map
+// (or nowhere: a column not staged). `read` gets one buffer per column.
+template <class Read>
+void Batcher::read_into(int64_t r, int64_t rows, const std::vector<void*>& outs, std::byte* scratch, const Read& read) const {
   constexpr std::size_t kMaxColumns = 64;
   std::byte* at[kMaxColumns];
   const std::size_t n = source_bytes_.size();
@@ -138,28 +140,22 @@ void Batcher::read_row(int64_t index, int64_t r, const std::vector<void*>& outs,
     auto* dst = static_cast<std::byte*>(outs.at(c));
     at[c] = dst && !maps_[c] ? dst + static_cast<std::size_t>(r) * row_bytes_[c] : scratch + scratch_at_[c];
   }
-  data_.source()->read(index, std::span<std::byte* const>(at, n));
-  for (std::size_t c = 0; c < n; ++c)
-    if (maps_[c] && outs[c]) maps_[c]->apply(at[c], static_cast<std::byte*>(outs[c]) + static_cast<std::size_t>(r) * row_bytes_[c]);
-}
-
-// A whole batch from a source of batches: each column straight into its staging buffer when it is
-// staged as made, else into scratch and from there row by row through its map (or nowhere).
-void Batcher::read_batch(int64_t b, const std::vector<void*>& outs, std::byte* scratch) const {
-  constexpr std::size_t kMaxColumns = 64;
-  std::byte* at[kMaxColumns];
-  const std::size_t n = source_bytes_.size();
-  if (n > kMaxColumns) throw ValueError("Batcher: a sample of " + std::to_string(n) + " columns; at most 64 are supported");
-  for (std::size_t c = 0; c < n; ++c) {
-    auto* dst = static_cast<std::byte*>(outs.at(c));
-    at[c] = dst && !maps_[c] ? dst : scratch + scratch_at_[c];
-  }
-  const int64_t rows = batch_rows(b);
-  data_.source()->read_batch(b, rows, std::span<std::byte* const>(at, n));
+  read(std::span<std::byte* const>(at, n));
   for (std::size_t c = 0; c < n; ++c)
     if (maps_[c] && outs[c])
-      for (int64_t r = 0; r < rows; ++r)
-        maps_[c]->apply(at[c] + static_cast<std::size_t>(r) * source_bytes_[c], static_cast<std::byte*>(outs[c]) + static_cast<std::size_t>(r) * row_bytes_[c]);
+      for (int64_t i = 0; i < rows; ++i)
+        maps_[c]->apply(at[c] + static_cast<std::size_t>(i) * source_bytes_[c],
+                        static_cast<std::byte*>(outs[c]) + static_cast<std::size_t>(r + i) * row_bytes_[c]);
+}
+
+void Batcher::read_row(int64_t index, int64_t r, const std::vector<void*>& outs, std::byte* scratch) const {
+  read_into(r, 1, outs, scratch, [&](std::span<std::byte* const> at) { data_.source()->read(index, at); });
+}
+
+// A whole batch from a source of batches, then the transforms of its rows.
+void Batcher::read_batch(int64_t b, const std::vector<void*>& outs, std::byte* scratch) const {
+  const int64_t rows = batch_rows(b);
+  read_into(0, rows, outs, scratch, [&](std::span<std::byte* const> at) { data_.source()->read_batch(b, rows, at); });
   if (transforms_.empty() || !outs.at(0)) return;
   for (int64_t r = 0; r < rows; ++r) transform(static_cast<std::byte*>(outs[0]) + static_cast<std::size_t>(r) * row_bytes_[0], b * batch_size_ + r);
 }

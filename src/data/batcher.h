@@ -65,6 +65,8 @@ class Batcher {
                     std::string* first_error) const;
   void read_row(int64_t sample, int64_t r, const std::vector<void*>& outs, std::byte* scratch) const;
   void read_batch(int64_t b, const std::vector<void*>& outs, std::byte* scratch) const;
+  template <class Read>
+  void read_into(int64_t r, int64_t rows, const std::vector<void*>& outs, std::byte* scratch, const Read& read) const;
   void transform(std::byte* x_row, int64_t source_row) const;
   Dataset data_;  // shares the tensors' storage (or the source), so this copy is cheap and cannot dangle
   int64_t batch_size_;
