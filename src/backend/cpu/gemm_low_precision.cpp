@@ -74,7 +74,13 @@ dnnl::algorithm eltwise(Activation a) {
   throw Error("internal: no oneDNN eltwise for a linear activation");
 }
 
+// oneDNN's primitive cache hands a primitive made on one thread to another and orders the two
+// with atomics inside the library, where ThreadSanitizer cannot see them. Making every primitive
+// under one lock gives that order in code it can see; it is taken once per thread and block shape.
+std::mutex making;
+
 Matmul make_matmul(const Form& f, const Sizes& z = {}) {
+  const std::lock_guard<std::mutex> lock(making);
   const auto strides = [](bool transposed, memory::dim ld) { return transposed ? memory::dims{1, ld} : memory::dims{ld, 1}; };
   const memory::desc a({z.rows, z.k}, memory::data_type::bf16, strides(f.ta, z.lda));
   const memory::desc b({z.k, z.cols}, memory::data_type::bf16, strides(f.tb, z.ldb));
