@@ -2,9 +2,10 @@
 // when they are made, the per-layer override, and the `dtype` key of layer configs written and read
 // exactly as Keras 3 does (DTypePolicy objects and plain names), with Keras-made models under
 // mixed_bfloat16, float16 and bfloat16 policies (tests/data/make_keras_files.py, MIXED_MODELS)
-// loading with their policies and weights. Tandem does not
-// yet compute in a policy's low dtype (no casting pass), so its predictions of that model are
-// float32 ones: they are compared with Keras's bfloat16 ones at a bfloat16 tolerance only.
+// loading with their policies and weights. Tandem computes those models in their policies' 16-bit
+// dtypes, as Keras does, but casts in other places (docs/mixed-precision.md), so their predictions
+// are compared with Keras's at a 16-bit tolerance, not as equal arithmetic; the losses of larger
+// models under mixed_bfloat16 are compared with Keras's in tests/test_keras_mixed_loss.cpp.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -190,14 +191,15 @@ TEST_CASE("Keras-made models under mixed_bfloat16, float16 and bfloat16 policies
       }
     }
 
-    // Keras computed in bfloat16 or float16; Tandem, without the casting pass yet, computes in
-    // float32. The difference is the 16-bit roundings carried through a few layers: each within
-    // 2^-8 relative, on outputs of order 1, so 0.05 is a bound with margin, not a check of equal
-    // arithmetic.
+    // Both compute in bfloat16 or float16, rounding in different places (Keras casts every layer's
+    // inputs; Tandem casts where its op classes say). The difference is a few 16-bit roundings
+    // carried through a few layers, each within 2^-8 relative, on outputs of order 1 (measured:
+    // 6.6e-3 for mixed_bf16, 0 for low_float_policies): 0.02 bounds it with margin, it is not a
+    // check of equal arithmetic.
     const Tensor x = tensor_of(m.at("x"), DType::F32), y = tensor_of(m.at("y"), DType::F32);
     const double diff = max_difference(model->predict(x), y);
-    MESSAGE(name << ": max |y_keras - y_tandem(float32)| = " << diff);
-    CHECK(diff <= 0.05);
+    MESSAGE(name << ": max |y_keras - y_tandem| = " << diff);
+    CHECK(diff <= 0.02);
 
     // Written back: the same config as Keras's, policies included.
     const fs::path mine = scratch_root.fresh("keras_" + name) / (name + ".keras");
