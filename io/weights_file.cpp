@@ -51,6 +51,18 @@ VarsGroup optimizer_group(const WeightsModel& m) {
   return {"optimizer", keras_optimizer_name(opt.name()), opt.keras_variables(trainable_weights(m)), "optimizer \"" + opt.name() + "\""};
 }
 
+// The optimizer's groups: its own, and for a LossScaleOptimizer its inner optimizer's again, in a
+// group of its own, as Keras saves it (its own group lists the inner's variables too).
+std::vector<VarsGroup> optimizer_groups(const WeightsModel& m) {
+  std::vector<VarsGroup> out{optimizer_group(m)};
+  if (const auto* scaling = dynamic_cast<const LossScaleOptimizer*>(m.optimizer.get())) {
+    const Optimizer& inner = *scaling->inner_optimizer();
+    out.push_back({"optimizer/inner_optimizer", keras_optimizer_name(inner.name()), inner.keras_variables(trainable_weights(m)),
+                   "optimizer \"" + inner.name() + "\""});
+  }
+  return out;
+}
+
 // MultiHeadAttention's weights are named "<projection>/kernel"; Keras keeps each projection in a
 // sublayer reached through the attributes query_dense, key_dense, value_dense and output_dense.
 void add_attention_groups(const Layer& layer, const std::string& path, std::vector<VarsGroup>& out) {
@@ -195,7 +207,8 @@ std::vector<VarsGroup> weights_layout(const WeightsModel& m) {
     }
     out.push_back({path, layer->name(), keras_weight_order(*layer), layer->class_name() + " \"" + layer->name() + "\""});
   }
-  if (m.optimizer) out.push_back(optimizer_group(m));
+  if (m.optimizer)
+    for (VarsGroup& g : optimizer_groups(m)) out.push_back(std::move(g));
   return out;
 }
 
@@ -241,7 +254,7 @@ Tensor read_variable(const H5File& f, const std::string& at, const Variable& v, 
 
 VarsGroup optimizer_vars_for_loading(const WeightsModel& model, std::size_t stored, const std::optional<std::string>& saved_by,
                                      const std::string& where) {
-  if (stored > 2 && model.optimizer->variables().size() == 2) model.optimizer->build(optimizer_weights(model));
+  if (stored > 2 && !model.optimizer->built()) model.optimizer->build(optimizer_weights(model));
   VarsGroup g = optimizer_group(model);
   // Keras and Tandem name the optimizer state after the optimizer's class; a known other class is
   // refused even when its variable count matches (SGD with momentum and RMSprop both keep one
@@ -259,7 +272,7 @@ VarsGroup optimizer_vars_for_loading(const WeightsModel& model, std::size_t stor
 
 void read_weights(const H5File& f, const WeightsModel& model, const std::string& root) {
   std::vector<VarsGroup> groups = rooted(weights_layout(model), root);
-  if (model.optimizer) groups.pop_back();
+  if (model.optimizer) groups.resize(groups.size() - optimizer_groups(model).size());  // read below, when the file has them
 
   std::vector<Staged> staged;
   std::set<std::string> known;

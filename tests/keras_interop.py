@@ -30,6 +30,8 @@ GlobalMaxPooling2D):
       Keras; Tandem trains one batch (the compiled one) and saves a `.keras`, which Keras loads
       without warnings (compiled or not, as saved) and predicts within 1e-5 of Tandem.
   (g) Adamax's state in a .weights.h5 Tandem wrote loads in Keras (see adamax_checks).
+  (h) A LossScaleOptimizer's state (mixed_float16) in a .keras Tandem wrote loads in Keras
+      (see loss_scale_checks).
 
 Keras runs on the JAX CPU backend, installed from PyPI into a virtual environment under the build
 folder on first use. Usage (after building keras_interop_tool):
@@ -465,6 +467,29 @@ def adamax_checks(build: Path, work: Path) -> bool:
     return good and ok
 
 
+def loss_scale_checks(build: Path, work: Path) -> bool:
+    """(h): Tandem trains a model under mixed_float16 with a LossScaleOptimizer from a scale of 2^40
+    (so some steps are skipped and the scale is its own) and saves a .keras; Keras loads it, wraps
+    the compiled Adam in its LossScaleOptimizer as its compile does, and has Tandem's scale, step
+    counter and iteration count."""
+    import keras
+    import numpy as np
+
+    if subprocess.call([str(build / "keras_interop_tool"), "loss_scale", str(work)]) != 0:
+        print("Tandem cannot train the mixed_float16 model -> FAIL")
+        return False
+    state = json.loads((work / "loss_scale_state.json").read_text())
+    model = keras.saving.load_model(work / "loss_scale_from_tandem.keras")
+    optimizer = model.optimizer
+    wrapped = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    got = {"dynamic_scale": float(np.asarray(optimizer.dynamic_scale)) if wrapped else None,
+           "step_counter": int(np.asarray(optimizer.step_counter)) if wrapped else None,
+           "iterations": int(np.asarray(optimizer.iterations))}
+    good = wrapped and all(got[k] == state[k] for k in state) and state["iterations"] < 6
+    print(f"loss_scale: Keras reads Tandem's mixed_float16 .keras: {got} against Tandem's {state} -> {'ok' if good else 'FAIL'}")
+    return good
+
+
 def tensorflow_checks(build: Path) -> bool:
     """The models that need TensorFlow (Keras's lookup layers fail under JAX's tracing), checked
     in a process on Keras's TensorFlow backend where tensorflow is installed next to Keras; a note
@@ -551,6 +576,7 @@ def main():
     ok &= multi_io_checks(build, build / "keras-interop")
     ok &= predict_only_checks(build, build / "keras-interop")
     ok &= adamax_checks(build, build / "keras-interop")
+    ok &= loss_scale_checks(build, build / "keras-interop")
     ok &= mixed_precision_checks(build, build / "keras-interop")
     ok &= tensorflow_checks(build)
     print("Keras interop: " + ("PASSED" if ok else "FAILED"))

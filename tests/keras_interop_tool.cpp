@@ -283,8 +283,30 @@ void adamax(const std::string& dir) {
   model.save_weights(dir + "/adamax_from_tandem.weights.h5");
 }
 
+// A model under mixed_float16 (compile wraps Adam in a LossScaleOptimizer) trained 6 steps from a
+// scale of 2^40, so the saved state has a scale and a step count of its own; saved as a .keras.
+void loss_scale(const std::string& dir) {
+  tandem::mixed_precision::set_global_policy("mixed_float16");
+  tandem::set_random_seed(3);
+  tandem::Sequential model({tl::InputLayer({6}), tl::Dense(8, "relu"), tl::Dense(3)});
+  tandem::mixed_precision::set_global_policy("float32");
+  const tandem::OptimizerPtr scaling = tandem::optimizers::LossScaleOptimizer(tandem::optimizers::Adam(1e-3), {.initial_scale = 1099511627776.0, .dynamic_growth_steps = 3});
+  model.compile({.optimizer = scaling,
+                 .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  std::vector<float> x(48 * 6);
+  std::vector<int32_t> y(48);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 13) / 4.0f - 1.5f;
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>(i % 3);
+  model.fit(Tensor::from({48, 6}, std::span<const float>(x)), Tensor::from({48}, std::span<const int32_t>(y)),
+            {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
+  const auto& state_of = dynamic_cast<const tandem::LossScaleOptimizer&>(*model.optimizer());
+  json state{{"dynamic_scale", state_of.dynamic_scale()}, {"step_counter", state_of.step_counter()}, {"iterations", state_of.iterations()}};
+  std::ofstream(dir + "/loss_scale_state.json") << state.dump();
+  model.save(dir + "/loss_scale_from_tandem.keras");
+}
+
 int main(int argc, char** argv) {
-  const std::string usage = "usage: keras_interop_tool write|read|multi_io|adamax DIR, or archives|predict DIR MODEL...";
+  const std::string usage = "usage: keras_interop_tool write|read|multi_io|adamax|loss_scale DIR, or archives|predict DIR MODEL...";
   if (argc < 3) {
     std::cerr << usage << "\n";
     return 2;
@@ -297,6 +319,7 @@ int main(int argc, char** argv) {
     else if (command == "predict") predict(argv[2], std::vector<std::string>(argv + 3, argv + argc));
     else if (command == "multi_io") multi_io(argv[2]);
     else if (command == "adamax") adamax(argv[2]);
+    else if (command == "loss_scale") loss_scale(argv[2]);
     else throw tandem::Error(usage);
   } catch (const std::exception& e) {
     std::cerr << "keras_interop_tool: " << e.what() << "\n";

@@ -164,3 +164,41 @@ TEST_CASE("autocast: a bf16 Dense + softmax computes within bf16's bound of a fl
     }
   }
 }
+
+// A weight's gradient summed over a batch of 300 rows: rounded to bfloat16 it would be off by up
+// to 2^-9 relative; kept as the product's float32 sums it is within float32's rounding.
+TEST_CASE("autocast: a float32 weight's gradient through a bf16 product keeps the product's float32 sums") {
+  Graph g;
+  g.autocast = true;
+  const Value x = g.placeholder("x", {Shape{300, 3}, DType::F32}), w = g.placeholder("w", {Shape{3, 2}, DType::F32});
+  Value y;
+  {
+    tandem::graph::ComputeDtypeGuard layer(g, DType::BF16);
+    y = ops::matmul(g, x, w);
+  }
+  const Value loss = ops::reduce_sum(g, y, {0, 1});
+  const Value dw = tandem::autodiff::gradients(g, loss, {w})[0];
+  const auto& made = g.node(dw.node);
+  CHECK(made.op == "matmul");  // the product itself, not a cast of its 16-bit result
+  CHECK(g.type(made.inputs[0]).dtype == DType::BF16);
+  CHECK(g.type(dw).dtype == DType::F32);
+
+  std::vector<float> xs(900), ws(6, 0.5f);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(float(i) * 0.37f) * float(1 + i % 7);
+  const auto out = op_runner::run(g, {{"x", tandem::Tensor::from({300, 3}, std::span<const float>(xs))},
+                                      {"w", tandem::Tensor::from({3, 2}, std::span<const float>(ws))}},
+                                  {dw});
+  REQUIRE(out[0].dtype() == DType::F32);
+  auto bf16 = [](double v) { return double(float(tandem::bfloat16(v))); };
+  int not_bf16 = 0;  // elements that are no bfloat16 value: the sums were not rounded to 16 bits
+  for (int k = 0; k < 3; ++k) {
+    double sum = 0, magnitude = 0;
+    for (int r = 0; r < 300; ++r) sum += bf16(xs[std::size_t(r * 3 + k)]), magnitude += std::fabs(bf16(xs[std::size_t(r * 3 + k)]));
+    for (int c = 0; c < 2; ++c) {
+      const double got = out[0].data<float>()[k * 2 + c];
+      CHECK(std::fabs(got - sum) <= 300 * std::ldexp(1.0, -24) * magnitude);
+      not_bf16 += got != bf16(got);
+    }
+  }
+  CHECK(not_bf16 > 0);
+}

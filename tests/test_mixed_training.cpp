@@ -89,10 +89,12 @@ TEST_CASE("mixed_bfloat16: products and the work between them run in bfloat16, s
   }
 }
 
-// The aim is 1e-3. Measured: ModelSplit within it; Mirrored and Pipeline 2.2e-3 to 2.8e-3 (MLP) and
-// 4.6e-3 to 1.3e-2 (CNN), because each device (each micro-batch) rounds its part of a weight's
-// gradient to bfloat16 before the float32 sum, where one device rounds the whole sum once. Weight
-// gradients produced in float32 straight from the 16-bit products would remove that rounding.
+// The aim is 1e-3. Weight gradients are the float32 sums of the 16-bit products (matmul's
+// output_dtype), so Mirrored's halves of a Dense kernel's gradient are not rounded to bfloat16
+// before their float32 sum: the MLP under Mirrored and ModelSplit is within 1e-7. Still above it,
+// measured: Pipeline's micro-batches of the MLP (2.3e-3: 1 device with 2 micro-batches gives the
+// same, so it is micro-batching, not the stages), and the CNN (Mirrored 1.3e-2, Pipeline 1.9e-3),
+// whose convolution filter gradients are still rounded to bfloat16 per device.
 TEST_CASE("mixed_bfloat16: Mirrored, Pipeline and ModelSplit equal Default under the same policy after 5 steps") {
   const GlobalPolicy policy("mixed_bfloat16");
   // SGD: each strategy sums a step's gradient in other pieces (half batches, micro-batches), each
@@ -104,9 +106,11 @@ TEST_CASE("mixed_bfloat16: Mirrored, Pipeline and ModelSplit equal Default under
   for (const bool cnn : {false, true}) {
     CAPTURE(cnn);
     const auto single = train(cnn, dist::Default(), five, "", sgd());
-    const double within = cnn ? 2e-2 : 5e-3;  // see above: bfloat16's unit is 3.9e-3
-    CHECK(max_relative_difference(train(cnn, dist::Mirrored(cpus(2)), five, "", sgd()), single, 1e-2) <= within);
-    CHECK(max_relative_difference(train(cnn, dist::Pipeline(cpus(2), {.micro_batches = 2}), five, "", sgd()), single, 1e-2) <= within);
+    const double mirrored = max_relative_difference(train(cnn, dist::Mirrored(cpus(2)), five, "", sgd()), single, 1e-2);
+    const double pipeline = max_relative_difference(train(cnn, dist::Pipeline(cpus(2), {.micro_batches = 2}), five, "", sgd()), single, 1e-2);
+    MESSAGE((cnn ? "CNN" : "MLP") << ": Mirrored " << mirrored << ", Pipeline " << pipeline);
+    CHECK(mirrored <= (cnn ? 2e-2 : 1e-3));  // see above: bfloat16's unit is 3.9e-3
+    CHECK(pipeline <= (cnn ? 2e-2 : 5e-3));
     if (!cnn) CHECK(max_relative_difference(train(cnn, dist::ModelSplit(cpus(2)), five, "", sgd()), single, 1e-2) <= 1e-3);
   }
 }

@@ -6,9 +6,11 @@
 //   head->set_dtype_policy("float32");                               // this one stays float32
 //
 // Policies are recorded per layer and saved in `.keras` configs exactly as Keras 3 writes them
-// (a Keras-made mixed-precision file loads with its policies, and the reverse). What is not built
-// yet (docs/mixed-precision.md): the graph pass that computes in the low dtype, and loss scaling;
-// until then a layer under a mixed policy computes in float32, with float32 weights.
+// (a Keras-made mixed-precision file loads with its policies, and the reverse). When the step is
+// built, a layer under a mixed policy takes its inputs in the compute dtype and its products and
+// convolutions run in it, while softmax, normalisation statistics, losses and the optimizer stay in
+// float32 (docs/mixed-precision.md). Under mixed_float16, Model::compile wraps the optimizer in a
+// LossScaleOptimizer (tandem/optimizers.h), as Keras does.
 #pragma once
 
 #include <string>
@@ -50,6 +52,7 @@ namespace mixed_precision {
 void set_global_policy(const DTypePolicy& policy);
 void set_global_policy(const std::string& name);
 DTypePolicy global_policy();
+// keras.mixed_precision.LossScaleOptimizer is in tandem/optimizers.h, under this namespace too.
 }  // namespace mixed_precision
 
 }  // namespace tandem

@@ -50,32 +50,42 @@ class Optimizer {
   // The hyperparameters as a JSON object under Keras's names (Keras's get_config), the learning rate
   // being the current one: what Model::save stores. The base class has none and throws ValueError.
   virtual std::string config_json() const;
-  double learning_rate() const;
+  virtual double learning_rate() const;
   // Takes effect at the next step. A ValueError when the rate follows a schedule.
-  void set_learning_rate(double lr);
-  const SchedulePtr& schedule() const { return schedule_; }  // empty for a constant rate
-  const GradientClipping& clipping() const { return clipping_; }
+  virtual void set_learning_rate(double lr);
+  virtual const SchedulePtr& schedule() const { return schedule_; }  // empty for a constant rate
+  virtual const GradientClipping& clipping() const { return clipping_; }
   // Library use: sets the rate a schedule gives for the update after `updates` updates; false (and
   // nothing changed) without a schedule.
-  bool follow_schedule(int64_t updates);
-  int64_t iterations() const;            // updates applied so far
+  virtual bool follow_schedule(int64_t updates);
+  virtual int64_t iterations() const;  // updates applied so far
   // Every variable the optimizer owns: iterations, learning_rate, the slots in variable order,
-  // then the optimizer-wide state (Nadam's u_product).
-  const std::vector<VariablePtr>& variables() const { return variables_; }
+  // then the optimizer-wide state (Nadam's u_product). The first two are always the iteration
+  // count and the learning rate of the updates.
+  virtual const std::vector<VariablePtr>& variables() const { return variables_; }
   // Library use: the same variables in the order Keras's optimizer.variables lists them, for the
   // trainable `weights` in Keras's order (what a `.weights.h5` file stores): iteration,
   // learning_rate, the slots as the Keras class creates them, then the state. An Error when the
   // optimizer is built for other weights.
-  std::vector<VariablePtr> keras_variables(const std::vector<VariablePtr>& weights) const;
+  virtual std::vector<VariablePtr> keras_variables(const std::vector<VariablePtr>& weights) const;
 
   // Library use: creates slots for these trainable variables (once), and emits one update per
   // variable into g, reading gradient grads[i] (graph values) for vars[i].
-  void build(const std::vector<VariablePtr>& trainable);
-  void emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads);
+  virtual void build(const std::vector<VariablePtr>& trainable);
+  virtual bool built() const { return built_; }  // build has run: the slots exist
+  virtual void emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads);
+  // Library use: the loss whose gradients emit_updates receives (the loss itself; a
+  // LossScaleOptimizer's scaled loss).
+  virtual graph::Value scale_loss(graph::Graph& g, const graph::Value& loss);
+  // Library use: emit_updates whose every write (updates, state, iteration count) is skipped when
+  // the float32 scalar `nonfinite` is not 0 at run time (a LossScaleOptimizer's skipped step).
+  void emit_skippable_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads,
+                              const graph::Value& nonfinite);
 
  protected:
+  // `path`: where its variables' paths start ("optimizer/iteration").
   explicit Optimizer(const LearningRate& learning_rate, const GradientClipping& clipping = {},
-                     std::optional<double> weight_decay = std::nullopt);
+                     std::optional<double> weight_decay = std::nullopt, const std::string& path = "optimizer");
   // The learning rate as it goes in config_json(): a number, or the schedule's Keras object.
   std::string learning_rate_config() const;
   // The config keys every Keras optimizer has: name, learning_rate, weight_decay and the clipping
@@ -109,8 +119,64 @@ class Optimizer {
   SchedulePtr schedule_;
   GradientClipping clipping_;
   std::optional<double> weight_decay_;
+  bool built_ = false;
 };
 using OptimizerPtr = std::shared_ptr<Optimizer>;
+
+struct LossScaleOptions {
+  double initial_scale = 32768.0;       // 2^15, Keras's default
+  int64_t dynamic_growth_steps = 2000;  // finite steps in a row before the scale doubles
+};
+
+// Keras's LossScaleOptimizer: dynamic loss scaling for float16 training. The loss is multiplied by
+// the scale before the backward pass, so that small gradients do not underflow float16, and the
+// gradients are divided by it before the inner optimizer's update. A step whose gradients hold an
+// inf or NaN (after the strategy has summed them) is skipped: no weight, slot or iteration count
+// changes, the scale halves. After `dynamic_growth_steps` finite steps in a row it doubles.
+// Model::compile wraps the optimizer in one when the model computes in float16 (a mixed_float16
+// policy), as Keras does; fit then logs each epoch's skipped steps as "skipped_steps".
+class LossScaleOptimizer final : public Optimizer {
+ public:
+  explicit LossScaleOptimizer(OptimizerPtr inner, const LossScaleOptions& options = {});
+  const OptimizerPtr& inner_optimizer() const { return inner_; }
+  const LossScaleOptions& options() const { return options_; }
+  double dynamic_scale() const;   // the scale the next step uses (as of the last step's end)
+  int64_t step_counter() const;   // finite steps since the scale last changed
+  // Library use: Model::compile made it (for a float16 policy); a saved compile config then names
+  // the inner optimizer, as Keras's does.
+  bool made_by_compile = false;
+
+  std::string name() const override { return "loss_scale_optimizer"; }
+  std::string config_json() const override;  // {"name", "inner_optimizer", "initial_scale", "dynamic_growth_steps"}
+  // The learning rate, its schedule, clipping and iterations are the inner optimizer's.
+  double learning_rate() const override { return inner_->learning_rate(); }
+  void set_learning_rate(double lr) override { inner_->set_learning_rate(lr); }
+  const SchedulePtr& schedule() const override { return inner_->schedule(); }
+  const GradientClipping& clipping() const override { return inner_->clipping(); }
+  bool follow_schedule(int64_t updates) override { return inner_->follow_schedule(updates); }
+  int64_t iterations() const override { return inner_->iterations(); }
+  // The inner optimizer's variables, then step_counter, dynamic_scale and this wrapper's own
+  // (unused) iteration and learning_rate, which Keras saves too.
+  const std::vector<VariablePtr>& variables() const override { return all_; }
+  // Keras's order: iteration, learning_rate, step_counter, dynamic_scale, then the inner's.
+  std::vector<VariablePtr> keras_variables(const std::vector<VariablePtr>& weights) const override;
+  void build(const std::vector<VariablePtr>& trainable) override;
+  bool built() const override { return inner_->built(); }
+  void emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads) override;
+  graph::Value scale_loss(graph::Graph& g, const graph::Value& loss) override;
+
+ protected:
+  std::vector<std::string> slot_names() const override { return {}; }
+  void emit_update(graph::Graph&, const graph::Value&, const graph::Value&, const graph::Value&, const graph::Value&,
+                   const std::vector<graph::Value>&, const std::vector<graph::Value>&) const override {}
+
+ private:
+  OptimizerPtr inner_;
+  LossScaleOptions options_;
+  VariablePtr step_counter_, dynamic_scale_;
+  std::vector<VariablePtr> all_;  // variables()
+  void list_variables();          // remakes all_ after the inner optimizer has made slots
+};
 
 namespace optimizers {
 
@@ -138,8 +204,18 @@ OptimizerPtr Adamax(const LearningRate& learning_rate = 0.001, const AdamaxOptio
 // "sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "lion", "adamax" with default arguments; ValueError
 // for other names.
 OptimizerPtr get(const std::string& name);
+// Library use: Keras's class name for an optimizer name ("adam" -> "Adam"; a user's own name
+// unchanged), and the classes Tandem knows, as a list for messages.
+std::string keras_class_name(const std::string& name);
+std::string keras_class_names();
+// Keras's keras.optimizers.LossScaleOptimizer(inner_optimizer, initial_scale, dynamic_growth_steps).
+std::shared_ptr<tandem::LossScaleOptimizer> LossScaleOptimizer(OptimizerPtr inner_optimizer, const LossScaleOptions& options = {});
 
 }  // namespace optimizers
+
+namespace mixed_precision {
+using optimizers::LossScaleOptimizer;  // keras.mixed_precision.LossScaleOptimizer
+}  // namespace mixed_precision
 
 // Keras 3's schedules, with its formulas and defaults (`optimizers::Adam(schedules::CosineDecay(...))`).
 namespace schedules {

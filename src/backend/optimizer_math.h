@@ -115,4 +115,19 @@ TANDEM_HD void lion_step(T& w, T& m, const T& g, T lr, T b1, T b2) {
   m = b2 * m + (T(1) - b2) * g;
 }
 
+// Keras's LossScaleOptimizer after a step: finite gradients count towards growth, and the
+// dynamic_growth_steps-th finite step in a row doubles the scale; a step with an inf or NaN
+// halves it. Either change restarts the count.
+TANDEM_HD void loss_scale_step(int64_t& step_counter, float& scale, bool finite, int64_t dynamic_growth_steps) {
+  if (!finite) {
+    step_counter = 0;
+    scale /= 2.0f;
+  } else if (step_counter == dynamic_growth_steps - 1) {
+    step_counter = 0;
+    scale *= 2.0f;
+  } else {
+    ++step_counter;
+  }
+}
+
 }  // namespace tandem::backend::optimizer_math

@@ -24,7 +24,10 @@ std::size_t at(int i) { return static_cast<std::size_t>(i); }
 
 // Feeds, variables and constants: nodes without inputs, placed where they are read.
 bool is_source(const graph::Node& n) { return n.inputs.empty(); }
+// A "skippable" update (a LossScaleOptimizer's step) takes its skip flag as one more input, last,
+// which it only reads, whatever writes_inputs says of that position for the op's own inputs.
 bool writes(const graph::Node& n, int input) {
+  if (n.attrs.b("skippable") && input + 1 == static_cast<int>(n.inputs.size())) return false;
   return std::find(n.def->writes_inputs.begin(), n.def->writes_inputs.end(), input) != n.def->writes_inputs.end();
 }
 

@@ -18,9 +18,6 @@ struct ClassName {
   const char* name;  // Tandem's
   const char* cls;   // Keras's
 };
-constexpr ClassName kOptimizers[] = {{"sgd", "SGD"},         {"adam", "Adam"},   {"adamw", "AdamW"}, {"rmsprop", "RMSprop"},
-                                     {"adagrad", "Adagrad"}, {"nadam", "Nadam"}, {"lion", "Lion"},
-                                     {"adamax", "Adamax"}};
 constexpr ClassName kLosses[] = {{"sparse_categorical_crossentropy", "SparseCategoricalCrossentropy"},
                                  {"categorical_crossentropy", "CategoricalCrossentropy"},
                                  {"binary_crossentropy", "BinaryCrossentropy"},
@@ -96,6 +93,13 @@ LearningRate learning_rate_from(const ConfigReader& c, double fallback) {
 // The optimizer of Keras class `cls`, from the keys Keras 3 writes for it.
 OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
   c.value("name");
+  if (cls == "LossScaleOptimizer") {
+    const Json* inner = c.value("inner_optimizer");
+    if (!inner) throw ValueError("training_config: LossScaleOptimizer has no inner_optimizer");
+    const LossScaleOptions d;
+    return optimizers::LossScaleOptimizer(optimizer_from(*inner), {c.number("initial_scale", d.initial_scale),
+                                                                     c.integer("dynamic_growth_steps", d.dynamic_growth_steps)});
+  }
   c.expect_null({"loss_scale_factor", "gradient_accumulation_steps", "ema_overwrite_frequency"});
   GradientClipping clipping;
   for (auto [key, field] : {std::pair{"clipnorm", &clipping.clipnorm}, {"global_clipnorm", &clipping.global_clipnorm}, {"clipvalue", &clipping.clipvalue}})
@@ -146,7 +150,7 @@ OptimizerPtr optimizer_of_class(const std::string& cls, const ConfigReader& c) {
     const optimizers::LionOptions d;
     return optimizers::Lion(learning_rate_from(c, 0.001), {c.number("beta_1", d.beta_1), c.number("beta_2", d.beta_2), weight_decay, clipping});
   }
-  throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + class_list(kOptimizers));
+  throw ValueError("training_config: unknown optimizer class \"" + cls + "\"; expected one of " + optimizers::keras_class_names());
 }
 
 LossPtr loss_from(const Json& v) {
@@ -185,8 +189,12 @@ Json compile_config(const CompileSettings& s, ConfigForm form) {
     if (form == ConfigForm::hdf5) return Json{{"class_name", cls}, {"config", config}};
     return Json{{"module", module}, {"class_name", cls}, {"config", config}, {"registered_name", nullptr}};
   };
-  const Json optimizer = object("keras.optimizers", class_of(kOptimizers, s.optimizer->name()),
-                                parse_object(s.optimizer->config_json(), "optimizer \"" + s.optimizer->name() + "\""));
+  // A LossScaleOptimizer that compile made for a float16 policy is not the user's: Keras saves the
+  // optimizer given to compile, which compile wraps again on loading.
+  const auto* scaling = dynamic_cast<const LossScaleOptimizer*>(s.optimizer.get());
+  const Optimizer& given = scaling && scaling->made_by_compile ? *scaling->inner_optimizer() : *s.optimizer;
+  const Json optimizer = object("keras.optimizers", optimizers::keras_class_name(given.name()),
+                                parse_object(given.config_json(), "optimizer \"" + given.name() + "\""));
   // A registered loss function is saved by name, which load_model looks up with losses::get.
   auto loss_json = [&](const LossPtr& l) {
     const std::string cls = class_of(kLosses, l->name());

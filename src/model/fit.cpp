@@ -164,6 +164,12 @@ void Model::compile(const CompileOptions& o) {
   for (std::size_t i = 0; i < n; ++i)
     for (const std::string& name : metrics[i]) metrics::check(name, *losses[i]);
   m.optimizer = o.optimizer.ptr;
+  // As Keras's compile: a model under mixed_float16 trains with dynamic loss scaling.
+  if (m.dtype_policy == "mixed_float16" && !dynamic_cast<const LossScaleOptimizer*>(m.optimizer.get())) {
+    auto scaling = optimizers::LossScaleOptimizer(m.optimizer);
+    scaling->made_by_compile = true;
+    m.optimizer = std::move(scaling);
+  }
   m.losses = std::move(losses);
   m.loss_weights = std::move(weights);
   m.metrics = std::move(metrics);
@@ -356,6 +362,7 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
     m.host_view();  // epoch-start callbacks may read or set variables (LearningRateScheduler)
     for (auto& c : callbacks) c->on_epoch_begin(epoch, {});
     m.host_changed();
+    const int64_t updates_before = m.optimizer->iterations();  // a LossScaleOptimizer's skipped steps are not updates
     // Which pass over the data this epoch is part of, and its batches of that pass.
     const int64_t epochs_per_pass = (batches.num_batches() + per_epoch - 1) / per_epoch;
     const int64_t first = (epoch % epochs_per_pass) * per_epoch, last = std::min(batches.num_batches(), first + per_epoch);
@@ -460,6 +467,8 @@ History Model::fit(const Dataset& input_data, const FitOptions& o) {
       for (const auto& [k, v] : val) logs["val_" + k] = v;
     }
     m.host_view();  // callbacks read the weights (a checkpoint, a layer's get_weights)
+    if (dynamic_cast<const LossScaleOptimizer*>(m.optimizer.get()))
+      logs["skipped_steps"] = static_cast<double>(epoch_steps - (m.optimizer->iterations() - updates_before));
     for (auto& c : callbacks) c->add_epoch_logs(epoch, logs);
     for (auto& c : callbacks) c->on_epoch_end(epoch, logs);
     m.host_changed();  // and may have written them

@@ -269,7 +269,7 @@ std::string Model::summary_string() {
     if (w->trainable()) totals.trainable += w->value().size(), totals.trainable_bytes += bytes;
     else totals.non_trainable += w->value().size(), totals.non_trainable_bytes += bytes;
   }
-  if (impl_->optimizer && impl_->optimizer->variables().size() > 2)  // built: slots exist
+  if (impl_->optimizer && impl_->optimizer->built())
     for (const auto& v : impl_->optimizer->variables())
       totals.optimizer += v->value().size(), totals.optimizer_bytes += static_cast<int64_t>(v->value().bytes());
   std::string out = detail::format_summary(impl_->name, rows, functional, totals);

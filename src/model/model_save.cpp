@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <set>
@@ -258,14 +259,17 @@ std::optional<std::string> recorded_model_policy(const Json& model_config) {
 }
 
 // A model rebuilt from its configs and compiled as recorded; `where` names them in messages.
+// `before_compile` sets what the model's config records of the model itself (its dtype policy:
+// under mixed_float16, compile wraps the optimizer in a LossScaleOptimizer).
 std::unique_ptr<Model> model_from_configs(const Json& model_config, const std::optional<Json>& compile, const std::string& model_where,
-                                          const std::string& compile_where) {
+                                          const std::string& compile_where, const std::function<void(Model&)>& before_compile) {
   std::unique_ptr<Model> model;
   try {
     model = detail::model_from_config(model_config);
   } catch (...) {
     detail::rethrow_with(model_where + ": ");
   }
+  before_compile(*model);
   // Keras 3 writes "compile_config": {} for a model that was never compiled (and a legacy `.h5`
   // has no training_config): the model loads uncompiled, as Keras loads it.
   const bool compiled = compile && !compile->is_null() && !(compile->is_object() && compile->empty());
@@ -348,13 +352,17 @@ std::unique_ptr<Model> load_model(const std::string& path) {
   try {
     std::unique_ptr<Model> model;
     std::optional<TrainingState> state;  // none in files Keras wrote
-    std::optional<std::string> policy;   // the model's own dtype policy, where its config records one
+    // The model's own dtype policy, where its config records one.
+    auto policy_of = [](const Json& model_config) {
+      return [policy = recorded_model_policy(model_config)](Model& m) {
+        if (policy) m.impl_->dtype_policy = *policy;
+      };
+    };
     if (io::is_zip_file(path)) {
       const Archive a = read_archive(path);
       const std::string where = path + ": " + kArchiveConfig;
       model = model_from_configs(a.config, a.config.is_object() && a.config.contains("compile_config") ? a.config.at("compile_config") : Json(),
-                                 where, where + ": compile_config");
-      policy = recorded_model_policy(a.config);
+                                 where, where + ": compile_config", policy_of(a.config));
       io::read_weights(io::H5File::open_image(path + ": " + kArchiveWeights, a.weights), model->impl_->weights_model("load_model"));
       if (const std::optional<Json> s = archive_training_state(a, path))
         state = parse_training_state(s, path + ": " + kArchiveMetadata + ": tandem: training_state");
@@ -362,21 +370,18 @@ std::unique_ptr<Model> load_model(const std::string& path) {
       const io::H5File f = open_hdf5(path);
       if (io::is_keras_legacy_model(f)) {
         model = model_from_configs(json_attribute(f, "model_config").value_or(Json()), json_attribute(f, "training_config"),
-                                   path + ": model_config", path + ": training_config");
-        policy = recorded_model_policy(json_attribute(f, "model_config").value_or(Json()));
+                                   path + ": model_config", path + ": training_config", policy_of(json_attribute(f, "model_config").value_or(Json())));
         io::read_legacy_weights(f, model->impl_->weights_model("load_model"));
       } else {
         check_tandem_model_file(f);
         state = parse_training_state(json_attribute(f, "training_state"), path + ": training_state");
         model = model_from_configs(*json_attribute(f, "model_config"), json_attribute(f, "training_config"), path + ": model_config",
-                                   path + ": training_config");
-        policy = recorded_model_policy(*json_attribute(f, "model_config"));
+                                   path + ": training_config", policy_of(*json_attribute(f, "model_config")));
         if (!f.is_group(kWeightsRoot))
           throw ValueError(path + ": the group /" + std::string(kWeightsRoot) + " is missing (the file is incomplete)");
         io::read_weights(f, model->impl_->weights_model("load_model"), kWeightsRoot);
       }
     }
-    if (policy) model->impl_->dtype_policy = *policy;
     model->progress_.metric_sums.assign(model->impl_->metric_sums(), 0.0);
     if (state) {
       model->progress_.epoch = state->epoch;

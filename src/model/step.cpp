@@ -264,7 +264,8 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
       std::vector<graph::Value> wrt;
       for (const VariablePtr& w : weights())
         if (w->trainable()) trainable.push_back(w), wrt.push_back(ctx.variable(*w));
-      std::vector<graph::Value> grads = autodiff::gradients(g, loss_value, wrt);
+      // The loss as the optimizer scales it (LossScaleOptimizer); the step reports the loss itself.
+      std::vector<graph::Value> grads = autodiff::gradients(g, optimizer->scale_loss(g, loss_value), wrt);
       graph::ScopeGuard phase(g, graph::Phase::Backward);
       for (graph::Value& grad : grads)
         if (grad.valid()) grad = over_step(g, grad);

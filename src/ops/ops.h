@@ -53,6 +53,10 @@ Value reduce_sum(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = f
 Value clip_by_value(Graph& g, Value x, double limit);
 Value sum_of_squares(Graph& g, Value x);
 Value scale_by_norm(Graph& g, Value x, Value sum_of_squares, double limit);
+// Dynamic loss scaling (ops/loss_scaling.cpp): (grad / scale, a float32 flag that is 1 when grad
+// holds an inf or NaN), and the scale's update from the step's flag.
+std::pair<Value, Value> unscale_gradient(Graph& g, Value grad, Value scale);
+void loss_scale_update(Graph& g, Value scale, Value step_counter, Value nonfinite, int64_t dynamic_growth_steps);
 Value reduce_mean(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
 Value reduce_max(Graph& g, Value x, std::vector<int64_t> axes, bool keepdims = false);
 Value sum_to(Graph& g, Value x, Shape shape);      // undoes broadcasting: sums the broadcast axes

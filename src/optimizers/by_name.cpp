@@ -4,6 +4,28 @@
 
 namespace tandem::optimizers {
 
+namespace {
+struct ClassName {
+  const char* name;  // Tandem's
+  const char* cls;   // Keras's
+};
+constexpr ClassName kClasses[] = {{"sgd", "SGD"},         {"adam", "Adam"},   {"adamw", "AdamW"},   {"rmsprop", "RMSprop"},
+                                  {"adagrad", "Adagrad"}, {"nadam", "Nadam"}, {"lion", "Lion"},     {"adamax", "Adamax"},
+                                  {"loss_scale_optimizer", "LossScaleOptimizer"}};
+}  // namespace
+
+std::string keras_class_name(const std::string& name) {
+  for (const ClassName& c : kClasses)
+    if (name == c.name) return c.cls;
+  return name;  // a custom class: saved under its own name, which load_model will not know
+}
+
+std::string keras_class_names() {
+  std::string s;
+  for (const ClassName& c : kClasses) s.append(s.empty() ? "" : ", ").append(c.cls);
+  return s;
+}
+
 OptimizerPtr get(const std::string& name) {
   if (name == "sgd") return SGD();
   if (name == "adam") return Adam();

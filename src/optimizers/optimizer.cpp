@@ -48,7 +48,7 @@ LearningRate::LearningRate(SchedulePtr s) : schedule(std::move(s)) {
   value = (*schedule)(0);
 }
 
-Optimizer::Optimizer(const LearningRate& rate, const GradientClipping& clipping, std::optional<double> weight_decay)
+Optimizer::Optimizer(const LearningRate& rate, const GradientClipping& clipping, std::optional<double> weight_decay, const std::string& path)
     : schedule_(rate.schedule), clipping_(clipping), weight_decay_(weight_decay) {
   if (weight_decay && !(*weight_decay >= 0.0))
     throw ValueError("optimizer: weight_decay must be >= 0, got " + std::to_string(*weight_decay));
@@ -58,10 +58,10 @@ Optimizer::Optimizer(const LearningRate& rate, const GradientClipping& clipping,
     if (v && !(*v > 0.0)) throw ValueError(std::string("optimizer: ") + name + " must be > 0, got " + std::to_string(*v));
   const double learning_rate = rate.value;
   if (!(learning_rate >= 0.0)) throw ValueError("optimizer: learning_rate must be >= 0, got " + std::to_string(learning_rate));
-  variables_.push_back(std::make_shared<Variable>("optimizer/iteration", Tensor(Shape{}, DType::I64), false));
+  variables_.push_back(std::make_shared<Variable>(path + "/iteration", Tensor(Shape{}, DType::I64), false));
   Tensor lr(Shape{}, DType::F32);
   lr.data<float>()[0] = static_cast<float>(learning_rate);
-  variables_.push_back(std::make_shared<Variable>("optimizer/learning_rate", lr, false));
+  variables_.push_back(std::make_shared<Variable>(path + "/learning_rate", lr, false));
 }
 
 std::string Optimizer::config_json() const {
@@ -99,7 +99,8 @@ std::string Optimizer::learning_rate_config() const {
 int64_t Optimizer::iterations() const { return variables_[0]->value().data<int64_t>()[0]; }
 
 void Optimizer::build(const std::vector<VariablePtr>& trainable) {
-  const bool first = variables_.size() == 2;
+  const bool first = !built_;
+  built_ = true;
   // Slots of weights built later go before the state, which stays last.
   variables_.resize(variables_.size() - state_.size());
   for (const VariablePtr& v : trainable) {
@@ -146,8 +147,16 @@ std::vector<VariablePtr> Optimizer::keras_variables(const std::vector<VariablePt
   return out;
 }
 
+graph::Value Optimizer::scale_loss(graph::Graph&, const graph::Value& loss) { return loss; }
+
 void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads) {
+  emit_skippable_updates(g, vars, grads, {});
+}
+
+void Optimizer::emit_skippable_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads,
+                                       const graph::Value& nonfinite) {
   build(vars);
+  const int first = g.size();
   graph::ScopeGuard phase(g, graph::Phase::Update);
   graph::ScopeGuard scope(g, "optimizer");
   const graph::Value iteration = read(g, *variables_[0]);
@@ -177,6 +186,14 @@ void Optimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& va
   for (int n = before; n < g.size(); ++n) updates.push_back(n);
   g.add_multi("increment", {iteration});
   g.node(g.size() - 1).after = updates;
+  // Every node that writes a variable takes the flag as one more input, last (the kernels'
+  // "skippable" attr): its kernel does nothing when the flag is not 0.
+  if (nonfinite.valid())
+    for (int n = first; n < g.size(); ++n)
+      if (!g.node(n).def->writes_inputs.empty()) {
+        g.node(n).inputs.push_back(nonfinite);
+        g.node(n).attrs.set("skippable", true);
+      }
 }
 
 }  // namespace tandem

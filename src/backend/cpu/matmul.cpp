@@ -27,6 +27,19 @@ KernelFn make_product(const KernelInit& k, Epilogue<T> epilogue) {
 
 template <class T>
 KernelFn make_matmul(const KernelInit& k) {
+  if constexpr (is_low_precision_v<T>) {
+    if (k.out_type().dtype == DType::F32) {  // output_dtype: the float32 sums of 16-bit operands, kept
+      const bool ta = k.node.attrs.b("transpose_a"), tb = k.node.attrs.b("transpose_b");
+      const Shape& as = k.in_types[0].shape;
+      const int64_t kk = ta ? as[0] : as.back(), m = ta ? as[1] : as.num_elements() / kk;
+      const int64_t n = tb ? k.in_types[1].shape[0] : k.in_types[1].shape[1];
+      const T* a = in<T>(k, 0);
+      const T* b = in<T>(k, 1);
+      float* c = out<float>(k);
+      Context* ctx = &context(k);
+      return [=] { gemm_wide<T>(*ctx, ta, tb, m, n, kk, a, b, c, 0.0f); };
+    }
+  }
   return make_product<T>(k, {});
 }
 

@@ -168,20 +168,40 @@ KernelFn make_lion(const KernelInit& k) {
   };
 }
 
+template <class T>
 KernelFn make_increment(const KernelInit& k) {
-  int64_t* counter = static_cast<int64_t*>(k.in[0]);
+  T* counter = static_cast<T*>(k.in[0]);
   return [=] { ++*counter; };
+}
+
+// A node with the "skippable" attr (a LossScaleOptimizer's step) has one more input, last: a
+// float32 flag. The update made from the other inputs runs only when the flag is 0.
+template <KernelFn (*Make)(const KernelInit&)>
+KernelFn skippable(const KernelInit& k) {
+  if (!k.node.attrs.b("skippable")) return Make(k);
+  KernelInit rest = k;
+  const float* nonfinite = static_cast<const float*>(rest.in.back());
+  rest.in.pop_back();
+  rest.in_types.pop_back();
+  KernelFn update = Make(rest);
+  return [=] {
+    if (*nonfinite == 0.0f) update();
+  };
 }
 }  // namespace
 
-REGISTER_CPU_FLOAT_KERNEL("sgd_update", make_sgd);
-REGISTER_CPU_FLOAT_KERNEL("adam_update", make_adam);
-REGISTER_CPU_FLOAT_KERNEL("rmsprop_update", make_rmsprop);
-REGISTER_CPU_FLOAT_KERNEL("adagrad_update", make_adagrad);
-REGISTER_CPU_FLOAT_KERNEL("nadam_update", make_nadam);
-REGISTER_CPU_FLOAT_KERNEL("nadam_u_product_update", make_nadam_u_product);
-REGISTER_CPU_FLOAT_KERNEL("lion_update", make_lion);
-REGISTER_CPU_FLOAT_KERNEL("adamax_update", make_adamax);
-REGISTER_KERNEL("increment", DeviceKind::Cpu, DType::I64, make_increment);
+#define REGISTER_CPU_UPDATE(op, make)                                     \
+  REGISTER_KERNEL(op, DeviceKind::Cpu, DType::F32, skippable<make<float>>); \
+  REGISTER_KERNEL(op, DeviceKind::Cpu, DType::F64, skippable<make<double>>)
+
+REGISTER_CPU_UPDATE("sgd_update", make_sgd);
+REGISTER_CPU_UPDATE("adam_update", make_adam);
+REGISTER_CPU_UPDATE("rmsprop_update", make_rmsprop);
+REGISTER_CPU_UPDATE("adagrad_update", make_adagrad);
+REGISTER_CPU_UPDATE("nadam_update", make_nadam);
+REGISTER_CPU_UPDATE("nadam_u_product_update", make_nadam_u_product);
+REGISTER_CPU_UPDATE("lion_update", make_lion);
+REGISTER_CPU_UPDATE("adamax_update", make_adamax);
+REGISTER_KERNEL("increment", DeviceKind::Cpu, DType::I64, skippable<make_increment<int64_t>>);
 
 }  // namespace tandem::backend::cpu

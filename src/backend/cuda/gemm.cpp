@@ -143,7 +143,11 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
     default: throw Error(label + ": GEMM on CUDA supports float32, float64, bfloat16 and float16, got " + dtype_name(dtype));
   }
   if (s.batch > INT32_MAX) throw Error(label + ": a batch of " + std::to_string(s.batch) + " GEMMs is more than cuBLASLt takes");
+  if (s.wide_c && dtype != DType::BF16 && dtype != DType::F16)
+    throw Error(label + ": a float32 C is for bfloat16 or float16 operands, got " + dtype_name(dtype));
   const std::size_t elem = dtype_size(dtype);
+  const std::size_t c_elem = s.wide_c ? sizeof(float) : elem;
+  const cudaDataType_t c_type = s.wide_c ? CUDA_R_32F : type;
   plan_ = plan;
   if (s.m == 0 || s.n == 0 || s.batch == 0) return;  // an empty product: nothing to write
   if (s.k == 0) {  // an empty sum: op(A)·op(B) is zero, which cuBLASLt does not take as a shape
@@ -151,8 +155,8 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
     if (s.beta != 0) throw Error(label + ": a GEMM with an empty inner dimension supports beta 0 or 1 only");
     if (s.ldc > 0 && s.ldc != s.n) throw Error(label + ": a GEMM with an empty inner dimension supports a packed C only");
     p.kind = Plan::Kind::Zero;
-    p.zero_width = static_cast<std::size_t>(s.m * s.n) * elem;
-    p.zero_pitch = s.batch > 1 ? static_cast<std::size_t>(s.c_stride) * elem : p.zero_width;
+    p.zero_width = static_cast<std::size_t>(s.m * s.n) * c_elem;
+    p.zero_pitch = s.batch > 1 ? static_cast<std::size_t>(s.c_stride) * c_elem : p.zero_width;
     p.zero_rows = static_cast<std::size_t>(s.batch);
     return;
   }
@@ -172,7 +176,7 @@ Gemm::Gemm(const Context& ctx, DType dtype, const GemmShape& s, const void* a, c
   // A row-major matrix with row stride ld is, read column-major, its transpose with column stride ld.
   p.first = p.layout(type, s.transpose_b ? s.k : s.n, s.transpose_b ? s.n : s.k, s.ldb, s.batch, s.b_stride);
   p.second = p.layout(type, s.transpose_a ? s.m : s.k, s.transpose_a ? s.k : s.m, s.lda, s.batch, s.a_stride);
-  p.out = p.layout(type, s.n, s.m, s.ldc, s.batch, s.c_stride);
+  p.out = p.layout(c_type, s.n, s.m, s.ldc, s.batch, s.c_stride);
   p.choose_algorithm(s, elem);
 }
 

@@ -22,6 +22,7 @@ struct GemmShape {
   int64_t batch = 1, a_stride = 0, b_stride = 0, c_stride = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0: packed. k = 0 (C set to zero by a memset) needs a packed C
   double beta = 0;                    // 0 overwrites C; 1 adds the product to it
+  bool wide_c = false;                // bfloat16/float16 operands with a float32 C: the sums kept, not rounded
 };
 
 class Gemm {

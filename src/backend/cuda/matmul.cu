@@ -19,7 +19,8 @@ Gemm product(const KernelInit& k) {
   else
     for (int i = 0; i + 1 < as.rank(); ++i) s.m *= as[i];
   s.n = s.transpose_b ? bs[0] : bs[1];
-  return Gemm(context(k), k.in_types[0].dtype, s, in<T>(k, 0), in<T>(k, 1), out<T>(k), kernel_label(k));
+  s.wide_c = k.out_type().dtype != k.in_types[0].dtype;  // matmul's output_dtype float32 on 16-bit operands
+  return Gemm(context(k), k.in_types[0].dtype, s, in<T>(k, 0), in<T>(k, 1), k.out[0], kernel_label(k));
 }
 
 template <class T>

@@ -166,18 +166,28 @@ struct Increment {
   __device__ void operator()(int64_t, T count) const { *counter = count + 1; }
 };
 
+// nonfinite: null, or a LossScaleOptimizer's flag for the step; the update is skipped when it is
+// not 0 (read on the device, so that a recorded step needs no host decision).
 template <class Update>
-__global__ void update_kernel(Update update, int64_t n) {
+__global__ void update_kernel(Update update, int64_t n, const float* nonfinite) {
+  if (nonfinite && *nonfinite != 0.0f) return;
   const auto coefficients = update.step_scalars();
   TANDEM_CUDA_LOOP(i, n) update(i, coefficients);
 }
 
 // The kernel of update U over its first input's elements (the variable; the scalar for the
-// scalar updates).
+// scalar updates). A node with the "skippable" attr has the flag as one more input, last.
 template <template <class> class U>
 struct Kernel {
   template <class T>
-  static KernelFn make(const KernelInit& k) {
+  static KernelFn make(const KernelInit& init) {
+    KernelInit k = init;
+    const float* nonfinite = nullptr;
+    if (k.node.attrs.b("skippable")) {
+      nonfinite = static_cast<const float*>(k.in.back());
+      k.in.pop_back();
+      k.in_types.pop_back();
+    }
     const U<T> update(k);
     const int64_t n = numel(k.in_types[0]);
     if (n == 0) return {};
@@ -186,7 +196,7 @@ struct Kernel {
     cudaStream_t s = stream(k);
     const std::string label = kernel_label(k);
     return [=] {
-      update_kernel<<<grid, block, 0, s>>>(update, n);
+      update_kernel<<<grid, block, 0, s>>>(update, n, nonfinite);
       check_launch(label);
     };
   }
