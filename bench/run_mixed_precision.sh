@@ -17,7 +17,7 @@
 # (bench/peer_env.sh; for the CNN OpenBLAS single-threaded, as bench/run_benchmark.sh does): Tandem
 # on both cores; PyTorch with the thread count, 1 or 2, that was faster in a short probe of each
 # configuration before the rounds (as bench/run_transformer.sh takes the faster count) — under
-# load, PyTorch's two spinning OpenMP threads can be fifty times slower than one.
+# load, PyTorch's two spinning OpenMP threads ran up to forty times slower than one here.
 # A short timed part keeps the whole run near five minutes: half an epoch for the MLP, a tenth for
 # the CNN, 20 steps for the Transformer (after the benchmarks' own untimed warm-up steps).
 set -euo pipefail
