@@ -12,7 +12,14 @@
 //
 // --device gpu:0 trains on a GPU (Default strategy on that device); the default is the CPU.
 //
-// Usage: bench_fashion_mnist [--model mlp|cnn] [--device cpu:0|gpu:N] [--batch-sizes 32,128,512] [--epochs-fraction F] [--json]
+// --policy mixed_bfloat16 makes the layers under that dtype policy (docs/mixed-precision.md):
+// bfloat16 compute, float32 weights. Without it the layers are float32 and the output is as before.
+//
+// --trace FILE writes the third timed step of the first batch size as a Chrome trace (every
+// kernel with its time and dtype).
+//
+// Usage: bench_fashion_mnist [--model mlp|cnn] [--device cpu:0|gpu:N] [--batch-sizes 32,128,512] [--epochs-fraction F]
+//                            [--policy float32|mixed_bfloat16] [--trace FILE] [--json]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,6 +45,8 @@ struct Args {
   std::string device = "cpu:0";
   std::vector<int64_t> batch_sizes = {32, 128, 512};
   double epochs_fraction = 1.0;
+  std::string policy;  // empty: not given (float32, and the output as before the option existed)
+  std::string trace;
   bool json = false;
 };
 
@@ -45,7 +54,7 @@ struct Args {
   std::fprintf(stderr, "bench_fashion_mnist: %s\n", message.c_str());
   std::fprintf(stderr,
                "usage: bench_fashion_mnist [--model mlp|cnn] [--device cpu:0|gpu:N] [--batch-sizes 32,128,512] "
-               "[--epochs-fraction F] [--json]\n");
+               "[--epochs-fraction F] [--policy float32|mixed_bfloat16] [--trace FILE] [--json]\n");
   std::exit(2);
 }
 
@@ -90,6 +99,10 @@ Args parse_args(int argc, char** argv) {
       args.model = take_value();
     } else if (flag == "--device") {
       args.device = take_value();
+    } else if (flag == "--policy") {
+      args.policy = take_value();
+    } else if (flag == "--trace") {
+      args.trace = take_value();
     } else if (flag == "--batch-sizes") {
       args.batch_sizes = parse_batch_sizes(take_value());
     } else if (flag == "--epochs-fraction") {
@@ -142,7 +155,7 @@ struct Measurement {
 };
 
 Measurement measure(const std::string& model_name, const std::string& device, const tandem::Dataset& train, int64_t batch,
-                    double epochs_fraction) {
+                    double epochs_fraction, const std::string& trace) {
   const int64_t full_batches = train.size() / batch;  // the last partial batch is dropped
   if (full_batches <= kWarmupSteps)
     throw tandem::ValueError("batch " + std::to_string(batch) + ": only " + std::to_string(full_batches) +
@@ -162,7 +175,7 @@ Measurement measure(const std::string& model_name, const std::string& device, co
   model->fit(warmup, {.epochs = 1, .batch_size = batch, .shuffle = true, .verbose = 0});
 
   const auto t0 = std::chrono::steady_clock::now();
-  model->fit(timed, {.epochs = 1, .batch_size = batch, .shuffle = true, .verbose = 0});
+  model->fit(timed, {.epochs = 1, .batch_size = batch, .shuffle = true, .verbose = 0, .trace_path = trace, .trace_step = 2});
   const auto t1 = std::chrono::steady_clock::now();
   return {timed_rows, std::chrono::duration<double>(t1 - t0).count(), model->planned_arena_bytes()};
 }
@@ -173,20 +186,26 @@ int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
   const unsigned threads = std::thread::hardware_concurrency();
   try {
+    // Before any layer is made: layers take the global policy when they are constructed.
+    if (!args.policy.empty()) tandem::mixed_precision::set_global_policy(args.policy);
     auto [train, test] = tandem::datasets::fashion_mnist();
     (void)test;
     if (train.size() > kEpochRows) train = train.slice(0, kEpochRows);
 
-    for (const int64_t batch : args.batch_sizes) {
-      const Measurement m = measure(args.model, args.device, train, batch, args.epochs_fraction);
+    for (std::size_t i = 0; i < args.batch_sizes.size(); ++i) {
+      const int64_t batch = args.batch_sizes[i];
+      const Measurement m = measure(args.model, args.device, train, batch, args.epochs_fraction, i == 0 ? args.trace : std::string());
       const double rate = double(m.samples) / m.seconds;
       if (args.json) {
+        const std::string policy = args.policy.empty() ? "" : std::string(",\"policy\":\"").append(args.policy).append("\"");
         std::printf("{\"peer\":\"tandem\",\"model\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"threads\":%u,\"samples_per_s\":%.1f,"
-                    "\"arena_mb\":%.2f}\n",
-                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate, double(m.arena_bytes) / (1 << 20));
+                    "\"arena_mb\":%.2f%s}\n",
+                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate, double(m.arena_bytes) / (1 << 20),
+                    policy.c_str());
       } else {
-        std::printf("tandem %s %s batch=%-4lld threads=%u %10.0f samples/s  (%lld samples in %.3f s)\n",
-                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, rate,
+        const std::string policy = args.policy.empty() ? "" : std::string(" policy=").append(args.policy);
+        std::printf("tandem %s %s batch=%-4lld threads=%u%s %10.0f samples/s  (%lld samples in %.3f s)\n",
+                    args.model.c_str(), args.device.c_str(), static_cast<long long>(batch), threads, policy.c_str(), rate,
                     static_cast<long long>(m.samples), m.seconds);
       }
       std::fflush(stdout);

@@ -10,7 +10,11 @@
 //
 // --trace FILE writes the third timed step as a Chrome trace (every kernel, by op and layer).
 //
-// Usage: bench_transformer [--blocks N] [--batch B] [--steps S] [--device cpu:0|gpu:N] [--trace FILE] [--json]
+// --policy mixed_bfloat16 makes the layers under that dtype policy (bfloat16 compute, float32
+// weights; docs/mixed-precision.md). Without it the layers are float32 and the output is as before.
+//
+// Usage: bench_transformer [--blocks N] [--batch B] [--steps S] [--device cpu:0|gpu:N] [--policy float32|mixed_bfloat16]
+//                          [--trace FILE] [--json]
 #include <cstdio>
 #include <thread>
 
@@ -51,12 +55,13 @@ int main(int argc, char** argv) {
     const double arena_mb = double(model.planned_arena_bytes()) / (1 << 20);
     if (args.json)
       std::printf("{\"peer\":\"tandem\",\"model\":\"transformer\",\"blocks\":%lld,\"device\":\"%s\",\"batch\":%lld,\"threads\":%u,"
-                  "\"samples_per_s\":%.1f,\"step_ms\":%.2f,\"arena_mb\":%.2f}\n",
+                  "\"samples_per_s\":%.1f,\"step_ms\":%.2f,\"arena_mb\":%.2f%s}\n",
                   static_cast<long long>(args.size), args.device.c_str(), static_cast<long long>(args.batch), std::thread::hardware_concurrency(), rate, step_ms,
-                  arena_mb);
+                  arena_mb, args.policy.empty() ? "" : std::string(",\"policy\":\"").append(args.policy).append("\"").c_str());
     else
-      std::printf("tandem transformer blocks=%lld batch=%lld %.0f samples/s, %.1f ms per step, planned arena %.1f MB\n", static_cast<long long>(args.size),
-                  static_cast<long long>(args.batch), rate, step_ms, arena_mb);
+      std::printf("tandem transformer blocks=%lld batch=%lld%s %.0f samples/s, %.1f ms per step, planned arena %.1f MB\n", static_cast<long long>(args.size),
+                  static_cast<long long>(args.batch), args.policy.empty() ? "" : std::string(" policy=").append(args.policy).c_str(), rate, step_ms,
+                  arena_mb);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_transformer: %s\n", e.what());
     return 1;

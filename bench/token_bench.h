@@ -18,16 +18,19 @@ struct TokenBenchArgs {
   int64_t size = 0, batch = 64, steps = 40;
   std::string device = "cpu:0";
   std::string trace;      // --trace FILE: the third timed step as a Chrome trace
+  std::string policy;     // --policy NAME: the layers' dtype policy; empty when not given (float32)
   bool json = false;
 };
 
 [[noreturn]] inline void token_bench_usage(const TokenBenchArgs& a, const std::string& message) {
-  std::fprintf(stderr, "%s: %s\nusage: %s [%s N] [--batch B] [--steps S] [--device cpu:0|gpu:N] [--trace FILE] [--json]\n", a.program,
+  std::fprintf(stderr, "%s: %s\nusage: %s [%s N] [--batch B] [--steps S] [--device cpu:0|gpu:N] [--policy float32|mixed_bfloat16] [--trace FILE] [--json]\n", a.program,
                message.c_str(), a.program, a.size_flag);
   std::exit(2);
 }
 
 // The arguments over `defaults`; a bad one ends the program with the usage (exit status 2).
+// --policy sets the global dtype policy here, before the program makes any layer (layers take it
+// when they are constructed; docs/mixed-precision.md).
 inline TokenBenchArgs parse_token_bench_args(int argc, char** argv, TokenBenchArgs a) {
   auto positive = [&](const std::string& flag, const char* text) {
     char* end = nullptr;
@@ -46,8 +49,16 @@ inline TokenBenchArgs parse_token_bench_args(int argc, char** argv, TokenBenchAr
     else if (flag == "--steps") a.steps = positive(flag, value());
     else if (flag == "--device") a.device = value();
     else if (flag == "--trace") a.trace = value();
+    else if (flag == "--policy") a.policy = value();
     else if (flag == "--json") a.json = true;
     else token_bench_usage(a, "unknown argument '" + flag + "'");
+  }
+  if (!a.policy.empty()) {
+    try {
+      tandem::mixed_precision::set_global_policy(a.policy);
+    } catch (const std::exception& e) {
+      token_bench_usage(a, std::string("--policy: ").append(e.what()));
+    }
   }
   return a;
 }

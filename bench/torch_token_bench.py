@@ -7,9 +7,11 @@ import torch
 import torch.nn.functional as F
 
 
-def timed_training(model, vocab, seq, batch, steps, warmup):
+def timed_training(model, vocab, seq, batch, steps, warmup, autocast=False):
     """Adam(1e-3) on sparse cross-entropy over every position, `warmup` untimed steps then `steps`
-    timed ones on random tokens; returns the timed seconds."""
+    timed ones on random tokens; returns the timed seconds. `autocast`: forward and loss under
+    torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's CPU mixed-precision recipe; the
+    weights, their gradients and Adam stay float32)."""
     g = torch.Generator().manual_seed(1)
     total = warmup + steps
     x = torch.randint(0, vocab, (total, batch, seq), generator=g)
@@ -19,7 +21,8 @@ def timed_training(model, vocab, seq, batch, steps, warmup):
 
     def step(i):
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x[i]).reshape(-1, vocab), y[i].reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = F.cross_entropy(model(x[i]).reshape(-1, vocab), y[i].reshape(-1))
         loss.backward()
         opt.step()
         return loss

@@ -10,6 +10,9 @@ warm-up steps, then --steps timed ones.
 Memory: the growth of the resident set from just before the model is built to its peak over
 training (the peak is reset first through /proc/self/clear_refs, so the data's set-up does not
 count), the counterpart of Tandem's planned arena plus its weights and optimizer slots.
+
+--autocast bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16) (the
+weights, their gradients and Adam stay float32), the peer of bench_transformer --policy mixed_bfloat16.
 """
 
 import argparse
@@ -72,21 +75,27 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--autocast", choices=["none", "bf16"], default="none")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     rss_before = status_kb("VmRSS")
     open("/proc/self/clear_refs", "w").write("5")  # the peak restarts here
-    seconds = timed_training(Model(args.blocks), VOCAB, SEQ, args.batch, args.steps, WARMUP)
+    seconds = timed_training(Model(args.blocks), VOCAB, SEQ, args.batch, args.steps, WARMUP,
+                             autocast=args.autocast == "bf16")
     growth_mb = (status_kb("VmHWM") - rss_before) / 1024
     rate = args.steps * args.batch / seconds
+    # Only with --autocast bf16: the output without it is as before the option existed.
+    autocast = {"autocast": args.autocast} if args.autocast != "none" else {}
     if args.json:
         print(json.dumps({"peer": "pytorch", "model": "transformer", "blocks": args.blocks, "batch": args.batch,
                           "threads": args.threads, "samples_per_s": round(rate, 1),
-                          "step_ms": round(1e3 * seconds / args.steps, 2), "peak_rss_growth_mb": round(growth_mb, 2)}))
+                          "step_ms": round(1e3 * seconds / args.steps, 2), "peak_rss_growth_mb": round(growth_mb, 2),
+                          **autocast}))
     else:
-        print(f"pytorch transformer blocks={args.blocks} batch={args.batch} threads={args.threads} {rate:.0f} samples/s, "
+        print(f"pytorch transformer blocks={args.blocks} batch={args.batch} threads={args.threads} "
+              f"{''.join(f'autocast={v} ' for v in autocast.values())}{rate:.0f} samples/s, "
               f"{1e3 * seconds / args.steps:.1f} ms per step, peak RSS growth {growth_mb:.1f} MB")
 
 
