@@ -256,6 +256,13 @@ VarsGroup optimizer_vars_for_loading(const WeightsModel& model, std::size_t stor
                                      const std::string& where) {
   if (stored > 2 && !model.optimizer->built()) model.optimizer->build(optimizer_weights(model));
   VarsGroup g = optimizer_group(model);
+  // A model that compile gave a LossScaleOptimizer (under mixed_float16) and a file saved by the
+  // optimizer it wraps: the file's state is the inner optimizer's, and the scale starts afresh.
+  if (const auto* scaling = dynamic_cast<const LossScaleOptimizer*>(model.optimizer.get());
+      scaling && saved_by && *saved_by == keras_optimizer_name(scaling->inner_optimizer()->name())) {
+    const Optimizer& inner = *scaling->inner_optimizer();
+    g = {"optimizer", *saved_by, inner.keras_variables(trainable_weights(model)), "optimizer \"" + inner.name() + "\""};
+  }
   // Keras and Tandem name the optimizer state after the optimizer's class; a known other class is
   // refused even when its variable count matches (SGD with momentum and RMSprop both keep one
   // slot per weight). An unknown name (a user's own) leaves the count as the only check.

@@ -290,7 +290,7 @@ void loss_scale(const std::string& dir) {
   tandem::set_random_seed(3);
   tandem::Sequential model({tl::InputLayer({6}), tl::Dense(8, "relu"), tl::Dense(3)});
   tandem::mixed_precision::set_global_policy("float32");
-  const tandem::OptimizerPtr scaling = tandem::optimizers::LossScaleOptimizer(tandem::optimizers::Adam(1e-3), {.initial_scale = 1099511627776.0, .dynamic_growth_steps = 3});
+  const auto scaling = tandem::optimizers::LossScaleOptimizer(tandem::optimizers::Adam(1e-3), {.initial_scale = 1099511627776.0, .dynamic_growth_steps = 3});
   model.compile({.optimizer = scaling,
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
   std::vector<float> x(48 * 6);

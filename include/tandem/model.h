@@ -24,6 +24,10 @@ namespace tandem {
 struct OptimizerArg {
   OptimizerPtr ptr;
   OptimizerArg(OptimizerPtr p) : ptr(std::move(p)) {}
+  // Any optimizer class's pointer (a LossScaleOptimizer's, as optimizers::LossScaleOptimizer gives it).
+  template <class T>
+    requires std::derived_from<T, Optimizer>
+  OptimizerArg(std::shared_ptr<T> p) : ptr(std::move(p)) {}
   OptimizerArg(const char* name) : ptr(optimizers::get(name)) {}
   OptimizerArg(const std::string& name) : ptr(optimizers::get(name)) {}
 };
