@@ -24,13 +24,16 @@ Run with pip Keras 3 and JAX (CPU):
 """
 import json
 import os
-import zipfile
+import sys
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import layers  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_keras_files import repack  # noqa: E402  (the archive re-packed with deflate, entries unchanged)
 
 OUT = Path(__file__).resolve().parent / "keras"
 POLICY = "mixed_bfloat16"
@@ -92,15 +95,6 @@ def built(builder, policy):
         keras.mixed_precision.set_global_policy("float32")
     m.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
     return m
-
-
-def repack(path):
-    """Re-packs an archive with deflate; the entries' bytes stay Keras's."""
-    with zipfile.ZipFile(path) as z:
-        entries = [(i.filename, z.read(i.filename)) for i in z.infolist()]
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for name, data in entries:
-            z.writestr(name, data)
 
 
 def tensor(a):
