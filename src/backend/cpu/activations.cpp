@@ -12,40 +12,46 @@ template <class T> KernelFn make_relu(const KernelInit& k) { return map1<T>(k, R
 template <class T> KernelFn make_sigmoid(const KernelInit& k) { return map1<T>(k, Sigmoid{}); }
 template <class T> KernelFn make_tanh(const KernelInit& k) { return map1<T>(k, Tanh{}); }
 
-// Float GELU in its erf form through Eigen's vectorised erf and exp (rational approximations
-// within a few ulps of std::erf): the scalar std::erf took 6 ns an element, a fifth of a
-// Transformer training step. Float64 keeps the shared scalar math, which the gradient checks use.
-using ArrayF = Eigen::Array<float, Eigen::Dynamic, 1>;
-KernelFn gelu_erf_float(const KernelInit& k) {
-  const float* x = in<float>(k, 0);
-  float* y = out<float>(k);
+// GELU in its erf form through Eigen's vectorised erf and exp (rational approximations within a
+// few ulps of std::erf): the scalar std::erf took 6 ns an element, a fifth of a Transformer
+// training step. float32 computes in place; bfloat16 and float16 convert to float32, compute the
+// same way and round once at the store, as every 16-bit kernel does. Float64 keeps the shared
+// scalar math, which the gradient checks use.
+template <class T>
+using ArrayOf = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T>
+KernelFn gelu_erf_vectorised(const KernelInit& k) {
+  const T* x = in<T>(k, 0);
+  T* y = out<T>(k);
   Context* ctx = &context(k);
   const int64_t n = numel(k.out_type());
   return [=] {
     ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      const Eigen::Map<const ArrayF> xv(x + b, e - b);
-      Eigen::Map<ArrayF>(y + b, e - b) = 0.5f * xv * (1.0f + (xv * float(kInvSqrt2)).erf());
+      const auto xv = Eigen::Map<const ArrayOf<T>>(x + b, e - b).template cast<float>();
+      Eigen::Map<ArrayOf<T>>(y + b, e - b) = (0.5f * xv * (1.0f + (xv * float(kInvSqrt2)).erf())).template cast<T>();
     });
   };
 }
-KernelFn gelu_erf_grad_float(const KernelInit& k) {
-  const float* dy = in<float>(k, 0);
-  const float* x = in<float>(k, 1);
-  float* dx = out<float>(k);
+template <class T>
+KernelFn gelu_erf_grad_vectorised(const KernelInit& k) {
+  const T* dy = in<T>(k, 0);
+  const T* x = in<T>(k, 1);
+  T* dx = out<T>(k);
   Context* ctx = &context(k);
   const int64_t n = numel(k.out_type());
   return [=] {
     ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      const Eigen::Map<const ArrayF> d(dy + b, e - b), xv(x + b, e - b);
-      Eigen::Map<ArrayF>(dx + b, e - b) =
-          d * (0.5f * (1.0f + (xv * float(kInvSqrt2)).erf()) + xv * float(kInvSqrt2Pi) * (-0.5f * xv * xv).exp());
+      const auto d = Eigen::Map<const ArrayOf<T>>(dy + b, e - b).template cast<float>();
+      const auto xv = Eigen::Map<const ArrayOf<T>>(x + b, e - b).template cast<float>();
+      Eigen::Map<ArrayOf<T>>(dx + b, e - b) =
+          (d * (0.5f * (1.0f + (xv * float(kInvSqrt2)).erf()) + xv * float(kInvSqrt2Pi) * (-0.5f * xv * xv).exp())).template cast<T>();
     });
   };
 }
 
 template <class T> KernelFn make_gelu(const KernelInit& k) {
   if (k.node.attrs.b("approximate")) return map1<T>(k, GeluTanh{});
-  if constexpr (std::is_same_v<T, float>) return gelu_erf_float(k);
+  if constexpr (!std::is_same_v<T, double>) return gelu_erf_vectorised<T>(k);
   return map1<T>(k, GeluErf{});
 }
 
@@ -54,7 +60,7 @@ template <class T> KernelFn make_sigmoid_grad(const KernelInit& k) { return map2
 template <class T> KernelFn make_tanh_grad(const KernelInit& k) { return map2<T>(k, TanhGrad{}); }
 template <class T> KernelFn make_gelu_grad(const KernelInit& k) {
   if (k.node.attrs.b("approximate")) return map2<T>(k, GeluTanhGrad{});
-  if constexpr (std::is_same_v<T, float>) return gelu_erf_grad_float(k);
+  if constexpr (!std::is_same_v<T, double>) return gelu_erf_grad_vectorised<T>(k);
   return map2<T>(k, GeluErfGrad{});
 }
 }  // namespace
