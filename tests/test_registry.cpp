@@ -87,6 +87,7 @@ const std::map<std::string, std::string> kWithoutFloatKernels = {
     {"placeholder", "the runtime binds the fed buffer in the arena; no kernel runs"},
     {"variable", "the runtime binds the variable's own storage; no kernel runs"},
     {"increment", "steps the int64 iteration counter: an int64 kernel only"},
+    {"loss_scale_update", "updates a LossScaleOptimizer's float32 scale (Keras keeps it float32 whatever the model's dtype): a float32 kernel only"},
     {"one_hot", "reads integer class ids: int32 and int64 kernels, each writing float32 or float64"},
     {"integer_lookup", "maps integer ids to int64 indices: int32 and int64 kernels"},
 };
