@@ -661,3 +661,58 @@ TEST_CASE("cuda: inputs through the inboxes (copied while the previous step runs
   SUBCASE("Default") { both(dist::Default("gpu:0")); }
   SUBCASE("Mirrored over two logical GPUs, two batches a step") { both(dist::Mirrored({"gpu:0/0", "gpu:0/1"}, {.sync_every = 2})); }
 }
+
+TEST_CASE("cuda: a bfloat16 product with float32 sums kept, and loss scaling's kernels, on gpu:0 equal the CPU's") {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 gen(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> a(300 * 7), b(300 * 5);
+  for (float& v : a) v = normal(gen);
+  for (float& v : b) v = normal(gen);
+  const Tensor ta = Tensor::from({300, 7}, std::span<const float>(a)).cast(DType::BF16), tb = Tensor::from({300, 5}, std::span<const float>(b)).cast(DType::BF16);
+  {  // a weight's gradient: aᵀ·b over 300 rows, kept as float32 sums (matmul's output_dtype)
+    tandem::graph::Graph g;
+    const auto x = g.placeholder("a", ta.type()), y = g.placeholder("b", tb.type());
+    const auto product = g.add("matmul", {x, y}, {{"transpose_a", true}, {"transpose_b", false}, {"output_dtype", static_cast<int64_t>(DType::F32)}});
+    const Tensor cpu = op_runner::run(g, {{"a", ta}, {"b", tb}}, {product}, "cpu:0").at(0), gpu = op_runner::run(g, {{"a", ta}, {"b", tb}}, {product}, "gpu:0").at(0);
+    REQUIRE(gpu.dtype() == DType::F32);
+    for (int64_t i = 0; i < cpu.size(); ++i) CHECK(gpu.item(i) == doctest::Approx(cpu.item(i)).epsilon(1e-5).scale(1.0));
+  }
+  // unscale_gradient with and without an inf; then a mixed_float16 fit, whose skipped steps go
+  // through the update kernels' flag and loss_scale_update: the same steps skipped and the same
+  // scale on gpu:0 as on the CPU.
+  for (const bool with_inf : {false, true}) {
+    std::vector<float> grad(b);
+    if (with_inf) grad[123] = std::numeric_limits<float>::infinity();
+    const Tensor tg = Tensor::from({300, 5}, std::span<const float>(grad)), scale = Tensor::from({}, std::span<const float>(std::vector<float>{1024.0f}));
+    tandem::graph::Graph g;
+    const auto [unscaled, nonfinite] = tandem::ops::unscale_gradient(g, g.placeholder("g", tg.type()), g.placeholder("s", scale.type()));
+    const auto cpu = op_runner::run(g, {{"g", tg}, {"s", scale}}, {unscaled, nonfinite}, "cpu:0");
+    const auto gpu = op_runner::run(g, {{"g", tg}, {"s", scale}}, {unscaled, nonfinite}, "gpu:0");
+    CHECK(gpu[1].item(0) == (with_inf ? 1.0 : 0.0));
+    CHECK(cpu[1].item(0) == gpu[1].item(0));
+    CHECK(max_relative_difference({gpu[0]}, {cpu[0]}, 1.0) == 0.0);
+  }
+  auto fit_on = [](const std::string& device) {
+    tandem::mixed_precision::set_global_policy("mixed_float16");
+    tandem::set_random_seed(5);
+    tandem::Sequential m({tl::InputLayer({36}), tl::Dense(32, "relu"), tl::Dense(5)});
+    tandem::mixed_precision::set_global_policy("float32");
+    const auto scaling = tandem::optimizers::LossScaleOptimizer(tandem::optimizers::SGD(0.05), {.initial_scale = 256.0, .dynamic_growth_steps = 3});
+    m.compile({.optimizer = scaling, .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}), .strategy = dist::Default(device)});
+    // Batches 4 and 9 hold a NaN: skipped on any device (an overflow near float16's limit could
+    // fall either way with another summation order).
+    const tandem::Dataset clean = blobs(32 * 16, 36, 5);
+    Tensor x = clean.x().clone();
+    for (const int64_t batch : {4, 9}) x.data<float>()[(batch * 32 + 7) * 36 + 3] = std::nanf("");
+    const tandem::History h = m.fit(tandem::Dataset{x, clean.y()}, {.epochs = 1, .batch_size = 32, .shuffle = false, .verbose = 0});
+    return std::tuple{h.history.at("skipped_steps")[0], scaling->dynamic_scale(), scaling->iterations(), m.get_weights()};
+  };
+  const auto [cpu_skipped, cpu_scale, cpu_iterations, cpu_weights] = fit_on("cpu:0");
+  const auto [gpu_skipped, gpu_scale, gpu_iterations, gpu_weights] = fit_on("gpu:0");
+  CHECK(cpu_skipped == 2);
+  CHECK(gpu_skipped == cpu_skipped);
+  CHECK(gpu_scale == cpu_scale);
+  CHECK(gpu_iterations == cpu_iterations);
+  CHECK(max_relative_difference(gpu_weights, cpu_weights, 1e-2) <= 1e-2);  // float16 products summed in other orders
+}
