@@ -289,9 +289,9 @@ class Lowering {
       const int gi = node.def->gradient_input;
       if (gi < 0) continue;
       const Value v = node.inputs[at(gi)];
+      if (v.node >= first_update) continue;  // made by the updates themselves (a LossScaleOptimizer's unscaled gradient): not emitted yet
       const Located& src = value_[at(v.node)][at(v.index)];
-      if (v.node >= first_update || !src.layout.is_partial() || src.devices != devices_[at(id)] || !sig_[at(id)].in[at(gi)].is_replicated())
-        continue;
+      if (!src.layout.is_partial() || src.devices != devices_[at(id)] || !sig_[at(id)].in[at(gi)].is_replicated()) continue;
       if (std::find(grads.begin(), grads.end(), v) == grads.end()) grads.push_back(v);
     }
     std::stable_sort(grads.begin(), grads.end(), [](Value a, Value b) { return a.node < b.node; });
