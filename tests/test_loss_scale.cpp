@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "io/hdf5_file.h"
+#include "global_policy.h"
 #include "scratch_dir.h"
 #include "strategy_helpers.h"
 #include "tests/keras_file_helpers.h"
@@ -24,11 +25,6 @@ using tandem::Tensor;
 namespace {
 
 const ScratchRoot scratch_root("test_loss_scale");
-
-struct GlobalPolicy {
-  explicit GlobalPolicy(const std::string& name) { mp::set_global_policy(name); }
-  ~GlobalPolicy() { mp::set_global_policy("float32"); }
-};
 
 std::unique_ptr<tandem::Model> mlp() {
   tandem::set_random_seed(5);

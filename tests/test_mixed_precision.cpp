@@ -13,6 +13,7 @@
 
 #include "io/hdf5_file.h"
 #include "layers/config.h"
+#include "global_policy.h"
 #include "scratch_dir.h"
 #include "tests/keras_file_helpers.h"
 
@@ -26,12 +27,6 @@ namespace {
 
 const fs::path kData = fs::path(TANDEM_TEST_DATA) / "keras";
 const ScratchRoot scratch_root("tandem_mixed_precision");
-
-// Sets the global policy for one scope, and puts float32 back after it.
-struct GlobalPolicy {
-  explicit GlobalPolicy(const std::string& name) { mp::set_global_policy(name); }
-  ~GlobalPolicy() { mp::set_global_policy("float32"); }
-};
 
 Json keras_policy(const std::string& name) {
   return Json{{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", name}}}, {"registered_name", nullptr}};

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "global_policy.h"
 #include "scratch_dir.h"
 #include "strategy_helpers.h"
 #include "throw_at_step.h"
@@ -25,12 +26,6 @@ using tandem::Tensor;
 namespace {
 
 const ScratchRoot scratch_root("test_mixed_training");
-
-// Sets the global policy for a scope.
-struct GlobalPolicy {
-  explicit GlobalPolicy(const std::string& name) { tandem::mixed_precision::set_global_policy(name); }
-  ~GlobalPolicy() { tandem::mixed_precision::set_global_policy("float32"); }
-};
 
 // An MLP and a CNN with dropout on blobs; layers made under the current global policy.
 std::unique_ptr<tandem::Model> model_of(bool cnn) {
