@@ -192,15 +192,16 @@ TEST_CASE("low precision: float16 GEMM within float16's bound of a float64 produ
 namespace {
 
 // Runs the CPU kernel of `op` for T once on `threads` threads: inputs of the given types and
-// contents, one output of `out_type` (two where out2 is given).
-template <class T>
-std::vector<T> run_kernel(const std::string& op, tandem::graph::Attrs attrs, const std::vector<Shape>& in_shapes,
-                          const std::vector<const std::vector<T>*>& inputs, const Shape& out_shape, int threads,
-                          std::vector<T>* out2 = nullptr, const Shape& out2_shape = {}) {
+// contents, one output of `out_type` (two where out2 is given), of type Out (float for an op's
+// output_dtype float32).
+template <class T, class Out = T>
+std::vector<Out> run_kernel(const std::string& op, tandem::graph::Attrs attrs, const std::vector<Shape>& in_shapes,
+                            const std::vector<const std::vector<T>*>& inputs, const Shape& out_shape, int threads,
+                            std::vector<T>* out2 = nullptr, const Shape& out2_shape = {}) {
   tandem::graph::Node node;
   node.op = op;
   node.attrs = std::move(attrs);
-  node.outputs = {TensorType{out_shape, dtype_of<T>()}};
+  node.outputs = {TensorType{out_shape, std::is_same_v<Out, float> ? DType::F32 : dtype_of<T>()}};
   if (out2) node.outputs.push_back(TensorType{out2_shape, dtype_of<T>()});
   std::vector<TensorType> in_types;
   std::vector<void*> in;
@@ -208,7 +209,7 @@ std::vector<T> run_kernel(const std::string& op, tandem::graph::Attrs attrs, con
     in_types.push_back(TensorType{in_shapes[i], dtype_of<T>()});
     in.push_back(const_cast<T*>(inputs[i]->data()));
   }
-  std::vector<T> y(static_cast<std::size_t>(out_shape.num_elements()));
+  std::vector<Out> y(static_cast<std::size_t>(out_shape.num_elements()));
   std::vector<void*> out{y.data()};
   if (out2) {
     out2->assign(static_cast<std::size_t>(out2_shape.num_elements()), T(0));
@@ -243,9 +244,20 @@ double check_sums(const std::vector<T>& got, const std::vector<Sum>& want, const
   return worst.ratio;
 }
 
+// A weight's gradient with output_dtype float32: the float32 sums as they are, so the float32
+// part of the bound alone, (k + 2)·2⁻²⁴·M — 2⁸ times tighter than bfloat16's rounding.
+double check_wide_sums(const std::vector<float>& got, const std::vector<Sum>& want, const std::string& what) {
+  WorstRatio worst;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    worst.see(got[i], want[i].value, double(want[i].terms + 2) * 0x1p-24 * want[i].magnitude + 1e-30, what + "[" + std::to_string(i) + "]");
+  return worst.ratio;
+}
+
+tandem::graph::Attrs with_float32_output(tandem::graph::Attrs a) { return a.set("output_dtype", static_cast<int64_t>(DType::F32)); }
+
 template <class T>
 void matmul_kernels() {
-  double worst = 0;
+  double worst = 0, worst_wide = 0;
   unsigned seed = 101;
   // matmul and fused_matmul with a left operand of rank 3 (rows folded), every activation.
   for (bool tb : {false, true}) {
@@ -261,6 +273,10 @@ void matmul_kernels() {
     const auto y1 = run_kernel<T>("matmul", mm, {as, ws}, {&a, &w}, ys, 1), y4 = run_kernel<T>("matmul", mm, {as, ws}, {&a, &w}, ys, 4);
     worst = std::max(worst, check_sums(y1, sums, "matmul"));
     CHECK_MESSAGE(same_bits(y1, y4), "matmul: 1 and 4 threads differ");
+    const tandem::graph::Attrs wide_mm = with_float32_output(mm);
+    const auto w1 = run_kernel<T, float>("matmul", wide_mm, {as, ws}, {&a, &w}, ys, 1), w4 = run_kernel<T, float>("matmul", wide_mm, {as, ws}, {&a, &w}, ys, 4);
+    worst_wide = std::max(worst_wide, check_wide_sums(w1, sums, "matmul with output_dtype float32"));
+    CHECK_MESSAGE(same_bits(w1, w4), "matmul with output_dtype float32: 1 and 4 threads differ");
     std::vector<Sum> biased = sums;
     for (int64_t r = 0; r < b0 * m; ++r)
       for (int64_t j = 0; j < n; ++j) biased[size_t(r * n + j)].add(wide(bias[size_t(j)]));
@@ -293,7 +309,8 @@ void matmul_kernels() {
       worst = std::max(worst, check_sums(y1, sums, "batch_matmul"));
       CHECK_MESSAGE(same_bits(y1, y4), "batch_matmul: 1 and 4 threads differ");
     }
-  MESSAGE(std::string(type_name<T>()) << " matmul, fused_matmul, batch_matmul: largest |err| / bound " << worst);
+  MESSAGE(std::string(type_name<T>()) << " matmul, fused_matmul, batch_matmul: largest |err| / bound " << worst
+                                      << "; matmul with float32 output, against float32's bound " << worst_wide);
 }
 
 struct ConvCase {
@@ -310,7 +327,7 @@ void conv_kernels() {
                             {{3, 13, 11, 6}, {3, 2, 6, 5}, 2, 2, "valid"},
                             {{2, 9, 10, 4}, {5, 5, 4, 7}, 2, 1, "same"},
                             {{3, 6, 7, 24}, {1, 1, 24, 9}, 1, 1, "valid"}};
-  double worst_fwd = 0, worst_input = 0, worst_filter = 0;
+  double worst_fwd = 0, worst_input = 0, worst_filter = 0, worst_wide_filter = 0;
   unsigned seed = 301;
   for (const ConvCase& cc : cases) {
     const tandem::graph::Attrs attrs{{"strides", std::vector<int64_t>{cc.stride, cc.stride}},
@@ -360,9 +377,14 @@ void conv_kernels() {
     const auto dk4 = run_kernel<T>("conv2d_backprop_filter", filter_attrs, {cc.x, ys}, {&x, &dy}, cc.kernel, 4);
     worst_filter = std::max(worst_filter, check_sums(dk1, dk_ref, "conv2d_backprop_filter"));
     CHECK_MESSAGE(same_bits(dk1, dk4), "conv2d_backprop_filter: 1 and 4 threads differ");
+    const auto wk1 = run_kernel<T, float>("conv2d_backprop_filter", with_float32_output(filter_attrs), {cc.x, ys}, {&x, &dy}, cc.kernel, 1);
+    const auto wk4 = run_kernel<T, float>("conv2d_backprop_filter", with_float32_output(filter_attrs), {cc.x, ys}, {&x, &dy}, cc.kernel, 4);
+    worst_wide_filter = std::max(worst_wide_filter, check_wide_sums(wk1, dk_ref, "conv2d_backprop_filter with output_dtype float32"));
+    CHECK_MESSAGE(same_bits(wk1, wk4), "conv2d_backprop_filter with output_dtype float32: 1 and 4 threads differ");
   }
   MESSAGE(std::string(type_name<T>()) << " conv2d: largest |err| / bound " << worst_fwd << "; conv2d_backprop_input " << worst_input
-                                      << "; conv2d_backprop_filter " << worst_filter);
+                                      << "; conv2d_backprop_filter " << worst_filter << "; with float32 output, against float32's bound "
+                                      << worst_wide_filter);
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ class Lowering {
 
   Plan run() {
     if (k_ < 1) throw Error("internal: lowering for no devices");
+    find_live();
     place();
     assign_stages();
     assign_layouts();
@@ -62,6 +63,26 @@ class Lowering {
     return all;
   }
 
+  // 0. What runs: the fetches, the nodes with side effects (updates, collectives) and what they
+  // read, and every source (a feed or variable is fed or saved even where nothing reads it).
+  // Nothing else is placed or emitted: a node the gradient rules left unread (a cast a widened
+  // gradient bypasses) must not ask for a gradient's sum ahead of its bucket.
+  void find_live() {
+    live_.assign(at(g_.size()), false);
+    std::vector<int> stack;
+    for (Value f : fetches_) stack.push_back(f.node);
+    for (int id = 0; id < g_.size(); ++id)
+      if (g_.node(id).def->has_side_effects || is_source(g_.node(id))) stack.push_back(id);
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      if (live_[at(id)]) continue;
+      live_[at(id)] = true;
+      for (Value in : g_.node(id).inputs) stack.push_back(in.node);
+      for (int a : g_.node(id).after) stack.push_back(a);
+    }
+  }
+
   // 1. Placement. The strategy places what it knows; a computation follows its first placed
   // input; a variable, feed or constant goes where it is read; an update where its variable is
   // (whatever the strategy says: it writes the variable's own memory on each of those devices).
@@ -70,7 +91,8 @@ class Lowering {
     devices_.assign(at(n), {});
     users_.assign(at(n), {});
     for (int id = 0; id < n; ++id)
-      for (std::size_t i = 0; i < g_.node(id).inputs.size(); ++i) users_[at(g_.node(id).inputs[i].node)].push_back({id, static_cast<int>(i)});
+      if (live_[at(id)])
+        for (std::size_t i = 0; i < g_.node(id).inputs.size(); ++i) users_[at(g_.node(id).inputs[i].node)].push_back({id, static_cast<int>(i)});
     if (k_ == 1) {
       devices_.assign(at(n), {0});
       return;
@@ -186,7 +208,8 @@ class Lowering {
       if (!s) s = Signature{std::vector<Layout>(in.size()), std::vector<Layout>(node.outputs.size())};
       if (s->in.size() != node.inputs.size() || s->out.size() != node.outputs.size())
         throw Error("internal: the layout rule of " + where(node) + " answered for the wrong number of inputs or outputs");
-      for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices, s->in[i]);
+      if (live_[at(id)])
+        for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices, s->in[i]);
       sig_[at(id)] = std::move(*s);
     }
     for (Value f : fetches_) demands_[{f.node, f.index}].insert("fetch");
@@ -208,6 +231,7 @@ class Lowering {
     for (const graph::VariableInfo& v : g_.variables()) variables_[v.id] = v;
     bool reduced = false;
     for (int id = 0; id < g_.size(); ++id) {
+      if (!live_[at(id)]) continue;
       const graph::Node& node = g_.node(id);
       if (!reduced && node.def->gradient_input >= 0) {
         reduce_gradients(id);
@@ -287,11 +311,12 @@ class Lowering {
     for (int id = first_update; id < g_.size(); ++id) {
       const graph::Node& node = g_.node(id);
       const int gi = node.def->gradient_input;
-      if (gi < 0) continue;
+      if (gi < 0 || !live_[at(id)]) continue;
       const Value v = node.inputs[at(gi)];
       if (v.node >= first_update) continue;  // made by the updates themselves (a LossScaleOptimizer's unscaled gradient): not emitted yet
       const Located& src = value_[at(v.node)][at(v.index)];
       if (!src.layout.is_partial() || src.devices != devices_[at(id)] || !sig_[at(id)].in[at(gi)].is_replicated()) continue;
+      if (converted_.count(key(v, src.devices, Layout::replicated()))) continue;  // summed already, for a reader in backward
       if (std::find(grads.begin(), grads.end(), v) == grads.end()) grads.push_back(v);
     }
     std::stable_sort(grads.begin(), grads.end(), [](Value a, Value b) { return a.node < b.node; });
@@ -372,6 +397,7 @@ class Lowering {
   int k_;
   std::vector<graph::Graph> local_;
   Boxing boxing_;
+  std::vector<bool> live_;                                   // per node
   std::vector<std::vector<int>> devices_;                    // per node
   std::vector<std::vector<std::pair<int, int>>> users_;      // per node: (reader, input index)
   std::vector<Signature> sig_;                               // per node

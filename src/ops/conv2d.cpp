@@ -4,6 +4,7 @@
 #include "ops/conv_attrs.h"
 #include "ops/layout_rules.h"
 #include "ops/ops.h"
+#include "ops/widened.h"
 #include "tandem/errors.h"
 
 namespace tandem::ops {
@@ -67,7 +68,8 @@ REGISTER_OP(
       check_float_pair("conv2d_backprop_filter", in[0], in[1]);
       const Shape k = shape_attr(a, "kernel_shape");
       check_dy("conv2d_backprop_filter", in[1].shape, conv_output(a, in[0].shape, k, "conv2d_backprop_filter"));
-      return one({k, in[0].dtype});
+      // output_dtype float32 on 16-bit inputs: the float32 sums kept, not rounded (a weight's gradient).
+      return one({k, output_dtype(a, in[0].dtype, "conv2d_backprop_filter")});
     },
     .grad = [](GradContext& c) {
       const Pair s = pair_attr(c.attrs(), "strides"), d = pair_attr(c.attrs(), "dilation");

@@ -8,8 +8,6 @@
 namespace tandem::ops {
 
 namespace {
-bool is_low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
-
 std::vector<TensorType> infer_matmul(const Attrs& a, const std::vector<TensorType>& in) {
   const Shape &x = in[0].shape, &w = in[1].shape;
   const bool ta = a.b("transpose_a"), tb = a.b("transpose_b");
@@ -27,10 +25,7 @@ std::vector<TensorType> infer_matmul(const Attrs& a, const std::vector<TensorTyp
   if (ta) out = {x[1], 0};
   out.back() = tb ? w[0] : w[1];
   // output_dtype float32 on 16-bit operands: the float32 sums kept, not rounded (a weight's gradient).
-  const DType out_dtype = a.has("output_dtype") ? static_cast<DType>(a.i("output_dtype")) : in[0].dtype;
-  if (out_dtype != in[0].dtype && !(out_dtype == DType::F32 && is_low_precision(in[0].dtype)))
-    throw ShapeError(std::string("matmul: output_dtype ") + dtype_name(out_dtype) + " is only for bfloat16 or float16 operands (float32), got " +
-                     dtype_name(in[0].dtype));
+  const DType out_dtype = output_dtype(a, in[0].dtype, "matmul");
   return one({Shape(out), out_dtype});
 }
 
@@ -85,16 +80,6 @@ std::pair<Value, Value> matmul_gradients(Graph& g, Value a, Value b, Value dy, b
 
 Value matmul(Graph& g, Value a, Value b, bool ta, bool tb) {
   return g.add("matmul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}});
-}
-
-Value widened(Graph& g, Value x, DType to) {
-  const graph::Node& made = g.node(x.node);
-  if (to == DType::F32 && made.op == "matmul" && is_low_precision(g.type(x).dtype)) {
-    graph::Attrs attrs = made.attrs;
-    attrs.set("output_dtype", static_cast<int64_t>(DType::F32));
-    return g.add("matmul", made.inputs, attrs);
-  }
-  return cast(g, x, to);
 }
 
 }  // namespace tandem::ops

@@ -204,21 +204,25 @@ KernelFn make_conv2d_backprop_input(const KernelInit& k) {
 // Inputs (x, dy): dK = Σ over images of colᵀ · dy. Each of filter_slot_count's slots sums its
 // images into its own partial (for float and double slot 0 straight into dK), then the partials are
 // added in slot order, so the result depends only on the batch size. The partials are in T's
-// compute type: for the 16-bit types float32, rounded to dK once at the end.
-template <class T>
-KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
+// compute type: for the 16-bit types float32, rounded to dK once at the end, or kept as they are
+// where the op's output_dtype is float32 (Out = float: a float32 weight's gradient).
+template <class T, class Out>
+KernelFn make_filter_gradient(const KernelInit& k) {
   using Acc = compute_t<T>;
   const Shape ks(k.node.attrs.ints("kernel_shape"));
   const Dims d(geometry(k, k.in_types[0].shape, ks), ks[3]);
   const T* x = in<T>(k, 0);
   const T* dy = in<T>(k, 1);
-  T* dk = out<T>(k);
+  Out* dk = out<Out>(k);
   Context* ctx = &context(k);
   const int64_t n = d.w.n;
   const int64_t kf = d.patch * d.filters;
-  if (is_pointwise(d.w)) return [=] { gemm<T>(*ctx, true, false, d.patch, d.filters, n * d.rows, x, dy, dk); };
-  if (n == 0) return [=] { std::fill(dk, dk + kf, T(0)); };
-  constexpr bool widened = !std::is_same_v<T, Acc>;
+  constexpr bool into_dk = std::is_same_v<Out, Acc>;  // dK can hold the sums: no separate partial for slot 0
+  if (is_pointwise(d.w)) {
+    if constexpr (into_dk) return [=] { gemm_wide<T>(*ctx, true, false, d.patch, d.filters, n * d.rows, x, dy, dk, Acc(0)); };
+    else return [=] { gemm<T>(*ctx, true, false, d.patch, d.filters, n * d.rows, x, dy, dk); };
+  }
+  if (n == 0) return [=] { std::fill(dk, dk + kf, Out(0)); };
   const int64_t slots = filter_slot_count(n);
   Scratch<T> cols = scratch_for<T>(slots, d.rows * d.patch);
   Scratch<Acc> partials = scratch_for<Acc>(slots, kf);
@@ -226,18 +230,25 @@ KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
     for_images(*ctx, n, slots, [&](Context& gc, int64_t slot, int64_t i, bool first) {
       T* col = cols->data() + slot * d.rows * d.patch;
       Acc* part = partials->data() + slot * kf;
-      if constexpr (!widened)
+      if constexpr (into_dk)
         if (slot == 0) part = dk;
       im2col(d.w, x + i * d.in_size, col);
       gemm_wide<T>(gc, true, false, d.patch, d.filters, d.rows, col, dy + i * d.out_size, part, first ? Acc(0) : Acc(1));
     });
     const Acc* part = partials->data();
     for (int64_t j = 0; j < kf; ++j) {
-      Acc sum = widened ? part[j] : static_cast<Acc>(dk[j]);
+      Acc sum = into_dk ? static_cast<Acc>(dk[j]) : part[j];
       for (int64_t s = 1; s < slots; ++s) sum += part[s * kf + j];
-      dk[j] = static_cast<T>(sum);
+      dk[j] = static_cast<Out>(sum);
     }
   };
+}
+
+template <class T>
+KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
+  if constexpr (is_low_precision_v<T>)
+    if (k.out_type().dtype == DType::F32) return make_filter_gradient<T, float>(k);
+  return make_filter_gradient<T, T>(k);
 }
 }  // namespace
 

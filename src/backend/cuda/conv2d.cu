@@ -59,12 +59,13 @@ FilterPermute filter_permute(const std::array<int64_t, 4>& sizes, const AxisOrde
   return p;
 }
 
-template <class T>
-__global__ void permute_kernel(T* dst, const T* src, FilterPermute p) {
+// D differs from S only for a 16-bit filter gradient written as float32 (output_dtype).
+template <class D, class S>
+__global__ void permute_kernel(D* dst, const S* src, FilterPermute p) {
   TANDEM_CUDA_LOOP(i, p.count()) {
     int64_t rest = i, offset = 0;
     for (int d = 3; d >= 0; --d) offset += rest % p.dims[d] * p.src_strides[d], rest /= p.dims[d];
-    dst[i] = src[offset];
+    dst[i] = static_cast<D>(src[offset]);
   }
 }
 
@@ -143,7 +144,8 @@ class Convolution {
   }
 
   void filter_to_dnn(const T* kernel) const { permute(filter_.get(), kernel, to_dnn_); }
-  void filter_from_dnn(T* kernel) const { permute(kernel, filter_.get(), from_dnn_); }
+  template <class Out>
+  void filter_from_dnn(Out* kernel) const { permute(kernel, static_cast<const T*>(filter_.get()), from_dnn_); }
   // The image cuDNN reads: x, or x copied into the padded scratch.
   const T* image(const T* x) const {
     if (!padded_) return x;
@@ -197,7 +199,8 @@ class Convolution {
     filter_grid_ = blocks_for(to_dnn_.count(), ctx);
     image_grid_ = blocks_for(g_.into_padded().count(), ctx);
   }
-  void permute(T* dst, const T* src, const FilterPermute& p) const {
+  template <class D>
+  void permute(D* dst, const T* src, const FilterPermute& p) const {
     permute_kernel<<<filter_grid_, kBlock, 0, s_>>>(dst, src, p);
     check_launch(label_);
   }
@@ -291,18 +294,27 @@ KernelFn make_conv2d_backprop_input(const KernelInit& k) {
   };
 }
 
-// Inputs (x, dy), attr "kernel_shape".
-template <class T>
-KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
+// Inputs (x, dy), attr "kernel_shape". With output_dtype float32 on 16-bit inputs the gradient is
+// written as float32, but cuDNN's backward filter writes the inputs' type: its float32 sums are
+// rounded to 16 bits once before they are widened (the CPU kernel keeps them).
+template <class T, class Out>
+KernelFn make_filter_gradient(const KernelInit& k) {
   if (std::optional<KernelFn> fn = degenerate(k)) return *fn;
   const Shape ks(k.node.attrs.ints("kernel_shape"));
   const Convolution<T> conv(k, geometry(k, k.in_types[0].shape, ks), ConvDirection::BackwardFilter);
   const T *x = in<T>(k, 0), *dy = in<T>(k, 1);
-  T* dkernel = out<T>(k);
+  Out* dkernel = out<Out>(k);
   return [conv, x, dy, dkernel] {
     conv.backward_filter(conv.image(x), dy);
     conv.filter_from_dnn(dkernel);
   };
+}
+
+template <class T>
+KernelFn make_conv2d_backprop_filter(const KernelInit& k) {
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>)
+    if (k.out_type().dtype == DType::F32) return make_filter_gradient<T, float>(k);
+  return make_filter_gradient<T, T>(k);
 }
 }  // namespace
 
