@@ -113,7 +113,9 @@ class ShardingStrategy : public Strategy {
     std::vector<std::string> row_names;
     for (int64_t i = 0; i < rows_; ++i) row_names.push_back("row:" + std::to_string(i));
     const auto m = static_cast<int64_t>(devices_.size()) / rows_;
-    return compile::nest(compile::lower(g, fetches, options(row_names, true, false, micro_batches)), [&](const compile::Program& row, int i) {
+    compile::LoweringOptions over_rows = options(row_names, true, false, micro_batches);
+    over_rows.final_programs = false;  // lowered again below: fused and planned only then
+    return compile::nest(compile::lower(g, fetches, over_rows), [&](const compile::Program& row, int i) {
       const std::vector<std::string> devices(devices_.begin() + i * m, devices_.begin() + (i + 1) * m);
       return compile::lower(row.graph, row.fetches, options(devices, false, true, micro_batches));
     });

@@ -2,7 +2,8 @@
 // Default's weights, each device holds only its layers' weights, automatic placement balances
 // parameter bytes. By sharding: Dense kernels split by columns and rows, Megatron's MLP, the
 // Transformer's heads; each device keeps its blocks of the weights and optimizer slots; files
-// are the one logical file; bad layouts are errors.
+// are the one logical file; bad layouts are errors. Dense layers with biases on a 2×2 mesh do a
+// quarter of Default's matrix products per device (fusion runs after the last lowering).
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
@@ -11,9 +12,11 @@
 #include <set>
 #include <sstream>
 
+#include "compile/fusion.h"
 #include "distribute/stages.h"
 #include "layer_base/call_context.h"
 #include "distribute/strategy.h"
+#include "graph/op_registry.h"
 #include "strategy_helpers.h"
 
 namespace tl = tandem::layers;
@@ -456,5 +459,114 @@ TEST_CASE("model split sharding: under a 2×2 mesh each device all-reduces its w
     CHECK(p.feeds.at("x").rows == 4);
     for (const auto& v : p.graph.variables())
       if (v.path == "a/kernel") CHECK(v.type.shape == tandem::Shape{12, 16});
+  }
+}
+
+namespace {
+// Two Dense layers with biases, the first split by columns and the second by rows (Megatron's
+// pattern): fusion turns the first into a fused_matmul (bias and relu in the product).
+std::unique_ptr<tandem::Model> biased_mlp() {
+  return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+      tl::InputLayer({20}), tl::Dense(64, "relu", {.name = "dense"}), tl::Dense(5, "", {.name = "dense_1"})});
+}
+const dist::LayoutMap kBiasedMegatron = {{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}}};
+
+// A strategy that lowers as `inner` does and keeps the plans it returns.
+class Recording : public dist::Strategy {
+ public:
+  explicit Recording(dist::StrategyPtr inner) : inner_(std::move(inner)) {}
+  std::vector<std::string> devices() const override { return inner_->devices(); }
+  tandem::compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
+    plans.push_back(inner_->lower(g, fetches, micro_batches));
+    return plans.back();
+  }
+  using CommunicatorPtr = decltype(std::declval<const dist::Strategy&>().communicator());
+  CommunicatorPtr communicator() const override { return inner_->communicator(); }
+  mutable std::vector<tandem::compile::Plan> plans;
+
+ private:
+  dist::StrategyPtr inner_;
+};
+
+// The multiply-adds ×2 of the matrix products a program runs (the nodes of its blocks; nodes that
+// fusion replaced stay in its graph unread): an (M, K)·(K, N) product is 2·M·K·N, and the output
+// holds M·N (times any batch) elements.
+int64_t product_flops(const tandem::compile::Program& p) {
+  int64_t flops = 0;
+  for (const auto& block : p.blocks)
+    for (int id : block.nodes) {
+      const graph::Node& n = p.graph.node(id);
+      if (n.op != "matmul" && n.op != "fused_matmul" && n.op != "batch_matmul") continue;
+      const tandem::Shape& a = p.graph.type(n.inputs[0]).shape;
+      const bool ta = n.attrs.b("transpose_a");
+      const int64_t k = n.op == "batch_matmul" ? (ta ? a[-2] : a[-1]) : (ta ? a[0] : a[a.rank() - 1]);
+      flops += 2 * k * n.outputs[0].shape.num_elements();
+    }
+  return flops;
+}
+
+// The bytes a program all-reduces, and whether an all_gather reads a weight (or optimizer slot).
+std::size_t all_reduced_bytes(const tandem::compile::Program& p) {
+  std::size_t bytes = 0;
+  for (int id = 0; id < p.graph.size(); ++id)
+    if (p.graph.node(id).op == "all_reduce_start")
+      for (graph::Value v : p.graph.node(id).inputs) bytes += p.graph.type(v).bytes();
+  return bytes;
+}
+bool gathers_a_weight(const tandem::compile::Program& p) {
+  for (int id = 0; id < p.graph.size(); ++id)
+    if (p.graph.node(id).op == "all_gather")
+      for (graph::Value v : p.graph.node(id).inputs)
+        if (p.graph.node(v.node).def->source == tandem::ops::Source::Variable) return true;
+  return false;
+}
+int count_ops_run(const tandem::compile::Program& p, const std::string& op) {
+  int n = 0;
+  for (const auto& block : p.blocks)
+    for (int id : block.nodes) n += p.graph.node(id).op == op;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("model split sharding: Dense layers with biases on a 2×2 mesh (batch × model) do a quarter of Default's matrix products on each device, gather no weight, and train like Default") {
+  // Default's training step on a batch of 16: dense (20 → 64) forward and kernel gradient,
+  // dense_1 (64 → 5) forward, input gradient and kernel gradient (no gradient of the input x).
+  const int64_t B = 16, whole = 2 * (2 * B * 20 * 64) + 3 * (2 * B * 64 * 5);
+  auto run = [](dist::StrategyPtr s) {
+    auto recording = std::make_shared<Recording>(std::move(s));
+    const auto weights = five_steps(biased_mlp, recording);
+    REQUIRE(recording->plans.size() == 1);  // the training step, lowered once
+    return std::pair{weights, recording->plans[0]};
+  };
+  const auto [reference, default_plan] = run(dist::Default());
+  REQUIRE(default_plan.programs.size() == 1);
+  CHECK(product_flops(default_plan.programs[0]) == whole);
+  const bool fusion = tandem::compile::fusion_enabled();  // not under TANDEM_FUSION=0
+  CHECK(count_ops_run(default_plan.programs[0], "fused_matmul") >= fusion);
+
+  for (const auto& [name, mesh] : std::vector<std::pair<std::string, dist::DeviceMesh>>{
+           {"2×2 (batch × model)", {{2, 2}, {"batch", "model"}, cpus(4)}}, {"1×4 (batch × model)", {{1, 4}, {"batch", "model"}, cpus(4)}}}) {
+    INFO(name);
+    const auto [weights, plan] = run(dist::ModelSplit(mesh, kBiasedMegatron));
+    CHECK(max_relative_difference(weights, reference) <= 1e-5);
+    REQUIRE(plan.programs.size() == 4);
+    const bool rows = mesh.shape[0] == 2;
+    MESSAGE(name << ", each device: " << product_flops(plan.programs[0]) << " matrix-product FLOPs (Default " << whole << "), "
+                 << all_reduced_bytes(plan.programs[0]) << " bytes all-reduced");
+    for (const auto& p : plan.programs) {
+      INFO(p.device);
+      CHECK(product_flops(p) == whole / 4);
+      CHECK_FALSE(gathers_a_weight(p));
+      CHECK(count_ops_run(p, "fused_matmul") >= fusion);  // fusion still runs, once, on the final programs
+      if (rows) {
+        // Within the row: dense_1's partial sums (8, 5). Within the column: the gradients of this
+        // device's halves, dense (20, 32) + (32) and dense_1 (32, 5), and dense_1's bias (5), over
+        // the batch's halves.
+        CHECK(all_reduced_bytes(p) == 4 * (8 * 5 + 20 * 32 + 32 + 32 * 5 + 5));
+      } else {
+        CHECK(count_ops(p, "all_reduce_start") == 1);  // dense_1's partial sums (16, 5), nothing else
+        CHECK(all_reduced_bytes(p) == 4 * 16 * 5);
+      }
+    }
   }
 }

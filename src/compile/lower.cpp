@@ -372,8 +372,14 @@ class Lowering {
     for (int d = 0; d < k_; ++d) {
       std::vector<Value> fetches;
       for (const Located& loc : fetched_) fetches.push_back(loc.on(d));
-      Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches,
-                                 o_.in_flight ? o_.in_flight(d) : 1);
+      Program p;
+      if (o_.final_programs) {
+        p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches, o_.in_flight ? o_.in_flight(d) : 1);
+      } else {
+        p.device = o_.devices[at(d)];
+        p.graph = std::move(local_[at(d)]);
+        p.fetches = fetches;
+      }
       p.rank = d;
       for (int id = 0; id < g_.size(); ++id) {
         const graph::Node& node = g_.node(id);
@@ -385,7 +391,7 @@ class Lowering {
                                                      : FeedRows{0, node.outputs[0].shape[0]};
       }
       p.shards = shards_[at(d)];
-      plan.schedule.push_back(o_.schedule ? o_.schedule(p, d) : run_all_blocks(p));
+      plan.schedule.push_back(!o_.final_programs ? std::vector<Action>{} : o_.schedule ? o_.schedule(p, d) : run_all_blocks(p));
       plan.programs.push_back(std::move(p));
     }
     return plan;

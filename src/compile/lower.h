@@ -36,6 +36,12 @@ struct LoweringOptions {
   int micro_batches = 1;
   std::function<int(int device)> in_flight;  // empty: 1
   std::function<std::vector<Action>(const Program&, int device)> schedule;  // empty: run_all_blocks
+  // Whether the programs are what devices run: fused (compile/fusion.h), ordered, memory-planned
+  // and scheduled. A lowering whose programs are lowered again (the outer axis of a nested mesh,
+  // compile/nest.h) leaves them in the global graph's ops, whose layout rules the next lowering
+  // needs (a fused op has none: it would run whole on every device), so fusion and planning
+  // happen once, on the last lowering's programs.
+  bool final_programs = true;
 };
 
 Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options);

@@ -50,6 +50,9 @@ FetchSite compose(const FetchSite& outer, const std::vector<FetchSite>& inner, i
 
 Plan nest(Plan outer, const std::function<Plan(const Program& row, int i)>& inner) {
   const int rows = static_cast<int>(outer.programs.size());
+  for (const Program& p : outer.programs)
+    if (!p.blocks.empty())
+      throw Error("internal: a nested lowering's outer plan must be lowered with final_programs = false (fused ops have no layout rule)");
   int64_t outer_buckets = 0;
   for (Program& p : outer.programs)
     for (int id = 0; id < p.graph.size(); ++id) {

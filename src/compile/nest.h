@@ -10,7 +10,9 @@
 
 namespace tandem::compile {
 
-// `outer` has one program per mesh row; `inner(row, i)` lowers row i's program (its graph and
+// `outer` has one program per mesh row, lowered with LoweringOptions::final_programs = false (so
+// the inner lowerings see the global graph's ops, each with its layout rule, and only their
+// programs are fused and planned); `inner(row, i)` lowers row i's program (its graph and
 // fetches) over that row's devices, which become programs i·m, ..., i·m + m − 1 of the result.
 Plan nest(Plan outer, const std::function<Plan(const Program& row, int i)>& inner);
 
