@@ -5,12 +5,15 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 
 #include "ops/conv.h"
+#include "tests/op_runner.h"
 #include "tests/gradient_check.h"
 #include "tests/strategy_helpers.h"
 
@@ -172,6 +175,49 @@ TEST_CASE("fusion: training fused and unfused ends at the same weights (MLP and 
     CHECK(max_relative_difference(train(cnn, dist::Mirrored(cpus(2)), false), unfused) <= 1e-5);
   }
   std::remove(trace.c_str());
+}
+
+// Under mixed_bfloat16 a Dense layer's bias is float32: its gradient is the float32 column sum of
+// the 16-bit activation gradient cast to float32. The pass fuses across that cast into one
+// activation_bias_grad that keeps the float32 sums: the same bits as unfused (both sum the
+// rounded 16-bit gradient in float32, in the same order), within float32's bound of float64.
+TEST_CASE("fusion: a 16-bit activation gradient cast to float32 and summed by columns becomes activation_bias_grad with float32 sums") {
+  const int64_t rows = 300, cols = 7;
+  std::vector<tandem::bfloat16> dy_bits, y_bits;
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    dy_bits.push_back(tandem::bfloat16(static_cast<float>(std::sin(0.37 * double(i)))));
+    y_bits.push_back(tandem::bfloat16(static_cast<float>(0.9 * std::cos(0.11 * double(i)))));
+  }
+  const tandem::Tensor dy = tandem::Tensor::from({rows, cols}, std::span<const tandem::bfloat16>(dy_bits));
+  const tandem::Tensor y = tandem::Tensor::from({rows, cols}, std::span<const tandem::bfloat16>(y_bits));
+  for (const std::string grad : {"relu_grad", "tanh_grad"}) {
+    CAPTURE(grad);
+    Graph g;
+    const Value pdy = g.placeholder("dy", {Shape{rows, cols}, tandem::DType::BF16}), py = g.placeholder("y", {Shape{rows, cols}, tandem::DType::BF16});
+    const Value dx = g.add(grad, {pdy, py});
+    const Value db = ops::reduce_sum(g, ops::cast(g, dx, tandem::DType::F32), {0}, false);
+    const auto fused_plan = tandem::distribute::Default()->lower(g, {dx, db});
+    CHECK(ops_run(fused_plan).count("activation_bias_grad") == 1);
+    CHECK(ops_run(fused_plan).count("reduce_sum") == 0);
+    const auto fused = op_runner::run(g, {{"dy", dy}, {"y", y}}, {dx, db});
+    std::vector<tandem::Tensor> unfused;
+    {
+      const FusionOff off;
+      CHECK(ops_run(tandem::distribute::Default()->lower(g, {dx, db})).count("activation_bias_grad") == 0);
+      unfused = op_runner::run(g, {{"dy", dy}, {"y", y}}, {dx, db});
+    }
+    REQUIRE(fused[1].dtype() == tandem::DType::F32);
+    CHECK(std::memcmp(fused[0].raw(), unfused[0].raw(), fused[0].bytes()) == 0);
+    CHECK(std::memcmp(fused[1].raw(), unfused[1].raw(), fused[1].bytes()) == 0);
+    for (int64_t c = 0; c < cols; ++c) {  // the float64 sum of the rounded gradient, within float32's (rows + 2)·2⁻²⁴·Σ|dx|
+      double sum = 0, magnitude = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const double d = static_cast<float>(fused[0].values<tandem::bfloat16>()[static_cast<std::size_t>(r * cols + c)]);
+        sum += d, magnitude += std::fabs(d);
+      }
+      CHECK(std::fabs(fused[1].values<float>()[static_cast<std::size_t>(c)] - sum) <= double(rows + 2) * 0x1p-24 * magnitude);
+    }
+  }
 }
 
 TEST_CASE("fusion: a fused op with a bias that does not match its output is refused with both shapes") {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 
+#include "graph/autocast.h"
 #include "graph/op_registry.h"
 #include "ops/fused_activation.h"
 #include "ops/ops.h"
@@ -101,18 +102,31 @@ class Fusion {
       rewrite(grad, "max_pool2d_grad", pool.inputs, std::move(attrs), {dy.node});
       return;
     }
-    const int sum = column_sum_reader(grad);
+    bool widened = false;
+    const int sum = column_sum_reader(grad, widened);
     if (sum < 0) return;
     graph::Attrs attrs;
     attrs.set("activation", r.op.substr(0, r.op.size() - std::strlen("_grad")));
+    if (widened) attrs.set("output_dtype", static_cast<int64_t>(DType::F32));
     rewrite(grad, "activation_bias_grad", {dy, y}, std::move(attrs), {sum});
     redirect({sum, 0}, {grad, 1});
   }
 
-  // A reader of output 0 of `grad` that sums it over every axis but the last, or -1.
-  int column_sum_reader(int grad) const {
+  // A reader of output 0 of `grad` that sums it over every axis but the last, or -1. Under mixed
+  // precision the sum is float32 and reads a cast of the 16-bit gradient: then `widened`.
+  int column_sum_reader(int grad, bool& widened) const {
     for (const auto& [reader, index] : readers_[at(grad)])
       if (index == 0 && is_column_sum(grad, reader)) return reader;
+    if (!graph::is_16bit(g_.node(grad).outputs[0].dtype)) return -1;
+    for (const auto& [cast, index] : readers_[at(grad)]) {
+      const Node& c = g_.node(cast);
+      if (index != 0 || c.op != "cast" || c.outputs[0].dtype != DType::F32 || !same_block(grad, cast)) continue;
+      for (const auto& [reader, cast_index] : readers_[at(cast)])
+        if (cast_index == 0 && is_column_sum(cast, reader)) {
+          widened = true;
+          return reader;
+        }
+    }
     return -1;
   }
   bool is_column_sum(int grad, int reader) const {

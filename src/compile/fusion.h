@@ -11,6 +11,8 @@
 //   max_pool2d_grad(x, dy) → relu_grad(·, x)       max_pool2d_grad with attr relu
 //   relu_grad | sigmoid_grad | tanh_grad → its column sum (the bias gradient)
 //                                                  activation_bias_grad (both outputs in one pass)
+//   the same in 16 bits → cast to float32 → column sum (a float32 bias under mixed precision)
+//                                                  activation_bias_grad with output_dtype float32
 // GELU does not fuse: its gradient reads the pre-activation, which the fused op would not keep.
 // The replaced nodes stay in the graph unread; execution_order leaves them out.
 #pragma once

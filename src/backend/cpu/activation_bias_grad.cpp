@@ -1,5 +1,6 @@
 // activation_bias_grad(dy, y) -> (dx, dbias): the activation's gradient and its column sums in one
-// pass over the rows, summed as reduce_sum sums them (column_sums.h).
+// pass over the rows, summed as reduce_sum sums them (column_sums.h). With output_dtype float32 on
+// 16-bit inputs (a float32 bias's gradient under mixed precision) the float32 sums are kept.
 #include <Eigen/Core>
 
 #include "backend/cpu/column_sums.h"
@@ -9,12 +10,12 @@
 namespace tandem::backend::cpu {
 
 namespace {
-template <class T>
-KernelFn make_activation_bias_grad(const KernelInit& k) {
+template <class T, class Out>
+KernelFn make_fused_gradient(const KernelInit& k) {
   const T* dy = in<T>(k, 0);
   const T* y = in<T>(k, 1);
   T* dx = out<T>(k, 0);
-  T* dbias = out<T>(k, 1);
+  Out* dbias = out<Out>(k, 1);
   const int64_t cols = k.in_types[0].shape.back(), rows = numel(k.in_types[0]) / std::max<int64_t>(1, cols);
   const ColumnSums<T> sums(context(k), rows, cols);
   return with_activation_grad(parse_activation(k.node.attrs.s("activation")), [&](auto grad) -> KernelFn {
@@ -30,6 +31,13 @@ KernelFn make_activation_bias_grad(const KernelInit& k) {
       });
     };
   });
+}
+
+template <class T>
+KernelFn make_activation_bias_grad(const KernelInit& k) {
+  if constexpr (is_low_precision_v<T>)
+    if (k.out_type(1).dtype == DType::F32) return make_fused_gradient<T, float>(k);
+  return make_fused_gradient<T, T>(k);
 }
 }  // namespace
 

@@ -23,9 +23,9 @@ class ColumnSums {
       : ctx_(&ctx), rows_(rows), cols_(cols), partial_(std::make_shared<std::vector<Acc>>(static_cast<std::size_t>(ctx.threads() * cols))) {}
 
   // y[c] = Σ_r of what row_into(r, acc) adds into acc[c] (it may write other outputs too); acc is
-  // a compute_t<T>*.
-  template <class RowInto>
-  void run(T* y, RowInto&& row_into) const {
+  // a compute_t<T>*. Out is T, or float to keep a 16-bit type's float32 sums.
+  template <class Out, class RowInto>
+  void run(Out* y, RowInto&& row_into) const {
     const int threads = ctx_->threads();
     const int64_t block = (rows_ + threads - 1) / threads, cols = cols_, rows = rows_;
     Acc* part = partial_->data();
@@ -40,7 +40,7 @@ class ColumnSums {
     for (int64_t c = 0; c < cols; ++c) {
       Acc sum = part[c];
       for (int t = 1; t < threads; ++t) sum += part[t * cols + c];
-      y[c] = static_cast<T>(sum);
+      y[c] = static_cast<Out>(sum);
     }
   }
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "backend/cpu/convert16.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernel_util.h"
 
@@ -59,7 +60,8 @@ KernelFn make_bias_add(const KernelInit& k) {
   return [=] {
     ctx->parallel_for(rows, kElementwiseGrain / cols + 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = apply_rounded<T>(std::plus<>{}, x[r * cols + c], bias[c]);
+        if constexpr (is_low_precision_v<T>) map_chunked(0, cols, y + r * cols, std::plus<>{}, x + r * cols, bias);
+        else for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] + bias[c];
     });
   };
 }
