@@ -387,6 +387,72 @@ void conv_kernels() {
                                       << worst_wide_filter);
 }
 
+// Max and average pooling and their gradients: a maximum is exact (the same bits as the input's
+// largest element), the gradient of a max goes where float64's argmax says, and every sum (the
+// average, the gradients where windows overlap) is within the 16-bit type's bound of float64's.
+template <class T>
+void pool_kernels() {
+  struct PoolCase {
+    Shape x;
+    int64_t pool, stride;
+    const char* padding;
+  };
+  // The CNN's 2×2 stride 2, overlapping 3×3 stride 1 "same" windows, and 3×3 stride 2 "valid" ones.
+  const PoolCase cases[] = {{{3, 8, 8, 5}, 2, 2, "valid"}, {{2, 7, 6, 3}, 3, 1, "same"}, {{2, 9, 9, 4}, 3, 2, "valid"}};
+  double worst = 0;
+  unsigned seed = 701;
+  for (const PoolCase& pc : cases) {
+    CAPTURE(pc.x.str());
+    const tandem::graph::Attrs attrs{{"pool", std::vector<int64_t>{pc.pool, pc.pool}}, {"strides", std::vector<int64_t>{pc.stride, pc.stride}},
+                                     {"padding", std::string(pc.padding)}};
+    const tandem::ops::Window2D w = tandem::ops::window2d(pc.x, pc.pool, pc.pool, attrs, "max_pool2d");
+    const Shape ys{w.n, w.oh, w.ow, w.c};
+    const auto x = random_low<T>(size_t(pc.x.num_elements()), seed), dy = random_low<T>(size_t(ys.num_elements()), seed + 1);
+    seed += 2;
+    std::vector<double> max_ref(size_t(ys.num_elements()));
+    std::vector<Sum> avg_ref(size_t(ys.num_elements())), max_grad_ref(size_t(pc.x.num_elements())), relu_grad_ref(size_t(pc.x.num_elements())),
+        avg_grad_ref(size_t(pc.x.num_elements()));
+    for (int64_t b = 0; b < w.n; ++b)
+      for (int64_t oy = 0; oy < w.oh; ++oy)
+        for (int64_t ox = 0; ox < w.ow; ++ox)
+          for (int64_t c = 0; c < w.c; ++c) {
+            const size_t yi = size_t(((b * w.oh + oy) * w.ow + ox) * w.c + c);
+            const int64_t top = oy * w.sh - w.pad_top, left = ox * w.sw - w.pad_left;
+            double best = -INFINITY;
+            size_t best_at = 0;
+            std::vector<size_t> window;
+            for (int64_t iy = std::max<int64_t>(top, 0); iy < std::min(top + w.kh, w.h); ++iy)
+              for (int64_t ix = std::max<int64_t>(left, 0); ix < std::min(left + w.kw, w.w); ++ix) {
+                const size_t xi = size_t(((b * w.h + iy) * w.w + ix) * w.c + c);
+                window.push_back(xi);
+                if (wide(x[xi]) > best) best = wide(x[xi]), best_at = xi;  // the first maximum wins ties
+              }
+            max_ref[yi] = best;
+            max_grad_ref[best_at].add(wide(dy[yi]));
+            if (best > 0) relu_grad_ref[best_at].add(wide(dy[yi]));
+            for (size_t xi : window) {
+              avg_ref[yi].add(wide(x[xi]) / double(window.size()));
+              avg_grad_ref[xi].add(wide(dy[yi]) / double(window.size()));
+            }
+          }
+    for (int threads : {1, 4}) {
+      const auto y = run_kernel<T>("max_pool2d", attrs, {pc.x}, {&x}, ys, threads);
+      for (size_t i = 0; i < y.size(); ++i) REQUIRE(wide(y[i]) == max_ref[i]);  // exact
+      const auto dx = run_kernel<T>("max_pool2d_grad", attrs, {pc.x, ys}, {&x, &dy}, pc.x, threads);
+      worst = std::max(worst, check_sums(dx, max_grad_ref, "max_pool2d_grad"));
+      tandem::graph::Attrs masked = attrs;
+      masked.set("relu", true);
+      const auto dx_relu = run_kernel<T>("max_pool2d_grad", masked, {pc.x, ys}, {&x, &dy}, pc.x, threads);
+      worst = std::max(worst, check_sums(dx_relu, relu_grad_ref, "max_pool2d_grad with relu"));
+      worst = std::max(worst, check_sums(run_kernel<T>("avg_pool2d", attrs, {pc.x}, {&x}, ys, threads), avg_ref, "avg_pool2d"));
+      tandem::graph::Attrs grad_attrs = attrs;
+      grad_attrs.set("input_shape", pc.x.dims());
+      worst = std::max(worst, check_sums(run_kernel<T>("avg_pool2d_grad", grad_attrs, {ys}, {&dy}, pc.x, threads), avg_grad_ref, "avg_pool2d_grad"));
+    }
+  }
+  MESSAGE(std::string(type_name<T>()) << " pooling: maxima exact; sums' largest |err| / bound " << worst);
+}
+
 }  // namespace
 
 TEST_CASE("low precision: bfloat16 matmul, fused_matmul and batch_matmul kernels within bf16's bound of float64, same bits on 1 and 4 threads") {
@@ -395,6 +461,11 @@ TEST_CASE("low precision: bfloat16 matmul, fused_matmul and batch_matmul kernels
 
 TEST_CASE("low precision: float16 matmul, fused_matmul and batch_matmul kernels within float16's bound of float64, same bits on 1 and 4 threads") {
   matmul_kernels<Eigen::half>();
+}
+
+TEST_CASE("low precision: bfloat16 and float16 max and average pooling with their gradients: maxima exact, sums within the bound of float64") {
+  pool_kernels<Eigen::bfloat16>();
+  pool_kernels<Eigen::half>();
 }
 
 TEST_CASE("low precision: bfloat16 conv2d and both its gradients within bf16's bound of float64 sums") {

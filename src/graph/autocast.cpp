@@ -13,13 +13,14 @@ const std::set<std::string>& low_precision_ops() {
   return ops;
 }
 
-// Elementwise ops with 16-bit kernels on every backend (each computes in float32 per element and
-// rounds once), and the ops that only move values (reshape, transpose), so a chain of them
-// between products stays in 16 bits.
+// Elementwise ops and pooling with 16-bit kernels on every backend (each computes in float32 and
+// rounds once; a maximum is exact), and the ops that only move values (reshape, transpose), so a
+// chain of them between products stays in 16 bits.
 const std::set<std::string>& follow_ops() {
   static const std::set<std::string> ops{
       "bias_add", "add", "sub", "mul", "div", "relu", "sigmoid", "tanh", "gelu", "relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad",
-      "activation_bias_grad", "fused_matmul", "fused_conv2d", "reshape", "transpose", "dropout"};
+      "activation_bias_grad", "fused_matmul", "fused_conv2d", "reshape", "transpose", "dropout",
+      "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad"};
   return ops;
 }
 

@@ -3,9 +3,16 @@
 // The max gradient goes to the first maximal element of each window in row-major window order.
 // A NaN in a window wins the max, as in PyTorch, and the gradient goes to that window's last NaN
 // (PyTorch's `val > max || isnan(val)` scan), so bad inputs show in the output.
+//
+// In bfloat16 and float16 a maximum is exact; sums (averages, and the gradients of overlapping
+// windows) run in float32 and are rounded once, as every 16-bit kernel does.
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <limits>
+#include <vector>
 
+#include "backend/cpu/convert16.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/elementwise_math.h"
 #include "ops/conv.h"
@@ -63,9 +70,39 @@ KernelFn make_max_pool(const KernelInit& k) {
   };
 }
 
+// The gradient of one image in T's compute type: dx itself, or for the 16-bit types a float32
+// scratch of this thread's, rounded into dx once the image is done.
+template <class T>
+class ImageGradient {
+ public:
+  using Acc = compute_t<T>;
+  ImageGradient(T* dx, int64_t size) : dx_(dx), size_(size) {
+    if constexpr (is_low_precision_v<T>) {
+      thread_local std::vector<float> scratch;
+      scratch.resize(static_cast<std::size_t>(size));
+      acc_ = scratch.data();
+    } else {
+      acc_ = dx;
+    }
+    std::fill(acc_, acc_ + size, Acc(0));
+  }
+  ~ImageGradient() {
+    if constexpr (is_low_precision_v<T>) convert_n(acc_, dx_, size_);
+  }
+  ImageGradient(const ImageGradient&) = delete;
+  ImageGradient& operator=(const ImageGradient&) = delete;
+  Acc* data() const { return acc_; }
+
+ private:
+  T* dx_;
+  int64_t size_;
+  Acc* acc_;
+};
+
 // Inputs (x, dy). Windows of one image may overlap, so the parallel loop is over images.
 template <class T>
 KernelFn make_max_pool_grad(const KernelInit& k) {
+  using Acc = compute_t<T>;
   const ops::Window2D w = pool_window(k, k.in_types[0].shape);
   const T* x = in<T>(k, 0);
   const T* dy = in<T>(k, 1);
@@ -77,10 +114,10 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
   const bool relu = k.node.attrs.b("relu");
   return [=] {
     ctx->parallel_for(w.n, grain(w, 1), [&](int64_t n0, int64_t n1) {
-      std::fill(dx + n0 * image, dx + n1 * image, T(0));
       for (int64_t n = n0; n < n1; ++n) {
         const T* img = x + n * image;
-        T* dimg = dx + n * image;
+        const ImageGradient<T> gradient(dx + n * image, image);
+        Acc* dimg = gradient.data();
         for (int64_t oy = 0; oy < w.oh; ++oy)
           for (int64_t ox = 0; ox < w.ow; ++ox) {
             const Span s(w, oy, ox);
@@ -91,20 +128,21 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
             constexpr int64_t kBlock = 64;
             for (int64_t c0 = 0; c0 < w.c; c0 += kBlock) {
               const int64_t cn = std::min(kBlock, w.c - c0);
-              T best[kBlock];
+              Acc best[kBlock];
               int64_t at[kBlock];
               const int64_t first = (s.y0 * w.w + s.x0) * w.c + c0;
-              for (int64_t c = 0; c < cn; ++c) best[c] = img[first + c], at[c] = first + c;
+              for (int64_t c = 0; c < cn; ++c) best[c] = Acc(img[first + c]), at[c] = first + c;
               for (int64_t iy = s.y0; iy < s.y1; ++iy)
                 for (int64_t ix = s.x0; ix < s.x1; ++ix) {
                   const int64_t base = (iy * w.w + ix) * w.c + c0;
                   for (int64_t c = 0; c < cn; ++c) {
-                    const bool better = img[base + c] > best[c] || img[base + c] != img[base + c];
-                    best[c] = better ? img[base + c] : best[c];
+                    const Acc v = Acc(img[base + c]);
+                    const bool better = v > best[c] || v != v;
+                    best[c] = better ? v : best[c];
                     at[c] = better ? base + c : at[c];
                   }
                 }
-              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu ? ReluGrad{}(g[c0 + c], best[c]) : g[c0 + c];
+              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu ? ReluGrad{}(Acc(g[c0 + c]), best[c]) : Acc(g[c0 + c]);
             }
           }
       }
@@ -114,26 +152,30 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
 
 template <class T>
 KernelFn make_avg_pool(const KernelInit& k) {
+  using Acc = compute_t<T>;
   const ops::Window2D w = pool_window(k, k.in_types[0].shape);
   const T* x = in<T>(k, 0);
   T* y = out<T>(k);
   Context* ctx = &context(k);
   return [=] {
     ctx->parallel_for(w.n * w.oh, grain(w, w.oh), [&](int64_t r0, int64_t r1) {
+      thread_local std::vector<Acc> sums;
+      sums.resize(static_cast<std::size_t>(w.c));
+      Acc* sum = sums.data();
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t n = r / w.oh, oy = r % w.oh;
         const T* img = x + n * w.h * w.w * w.c;
         for (int64_t ox = 0; ox < w.ow; ++ox) {
-          T* dst = y + (r * w.ow + ox) * w.c;
-          std::fill(dst, dst + w.c, T(0));
+          std::fill(sum, sum + w.c, Acc(0));
           const Span s(w, oy, ox);
           for (int64_t iy = s.y0; iy < s.y1; ++iy)
             for (int64_t ix = s.x0; ix < s.x1; ++ix) {
               const T* src = img + (iy * w.w + ix) * w.c;
-              for (int64_t c = 0; c < w.c; ++c) dst[c] += src[c];
+              for (int64_t c = 0; c < w.c; ++c) sum[c] += Acc(src[c]);
             }
-          const T inv = T(1) / static_cast<T>(s.count());
-          for (int64_t c = 0; c < w.c; ++c) dst[c] *= inv;
+          const Acc inv = Acc(1) / static_cast<Acc>(s.count());
+          T* dst = y + (r * w.ow + ox) * w.c;
+          for (int64_t c = 0; c < w.c; ++c) dst[c] = static_cast<T>(sum[c] * inv);
         }
       }
     });
@@ -143,6 +185,7 @@ KernelFn make_avg_pool(const KernelInit& k) {
 // Input dy, attr "input_shape".
 template <class T>
 KernelFn make_avg_pool_grad(const KernelInit& k) {
+  using Acc = compute_t<T>;
   const ops::Window2D w = pool_window(k, Shape(k.node.attrs.ints("input_shape")));
   const T* dy = in<T>(k, 0);
   T* dx = out<T>(k);
@@ -150,19 +193,21 @@ KernelFn make_avg_pool_grad(const KernelInit& k) {
   const int64_t image = w.h * w.w * w.c;
   return [=] {
     ctx->parallel_for(w.n, grain(w, 1), [&](int64_t n0, int64_t n1) {
-      std::fill(dx + n0 * image, dx + n1 * image, T(0));
-      for (int64_t n = n0; n < n1; ++n)
+      for (int64_t n = n0; n < n1; ++n) {
+        const ImageGradient<T> gradient(dx + n * image, image);
+        Acc* dimg = gradient.data();
         for (int64_t oy = 0; oy < w.oh; ++oy)
           for (int64_t ox = 0; ox < w.ow; ++ox) {
             const Span s(w, oy, ox);
             const T* g = dy + ((n * w.oh + oy) * w.ow + ox) * w.c;
-            const T inv = T(1) / static_cast<T>(s.count());
+            const Acc inv = Acc(1) / static_cast<Acc>(s.count());
             for (int64_t iy = s.y0; iy < s.y1; ++iy)
               for (int64_t ix = s.x0; ix < s.x1; ++ix) {
-                T* dst = dx + n * image + (iy * w.w + ix) * w.c;
-                for (int64_t c = 0; c < w.c; ++c) dst[c] += g[c] * inv;
+                Acc* dst = dimg + (iy * w.w + ix) * w.c;
+                for (int64_t c = 0; c < w.c; ++c) dst[c] += Acc(g[c]) * inv;
               }
           }
+      }
     });
   };
 }
@@ -172,5 +217,9 @@ REGISTER_CPU_FLOAT_KERNEL("max_pool2d", make_max_pool);
 REGISTER_CPU_FLOAT_KERNEL("max_pool2d_grad", make_max_pool_grad);
 REGISTER_CPU_FLOAT_KERNEL("avg_pool2d", make_avg_pool);
 REGISTER_CPU_FLOAT_KERNEL("avg_pool2d_grad", make_avg_pool_grad);
+REGISTER_CPU_16BIT_KERNEL("max_pool2d", make_max_pool);
+REGISTER_CPU_16BIT_KERNEL("max_pool2d_grad", make_max_pool_grad);
+REGISTER_CPU_16BIT_KERNEL("avg_pool2d", make_avg_pool);
+REGISTER_CPU_16BIT_KERNEL("avg_pool2d_grad", make_avg_pool_grad);
 
 }  // namespace tandem::backend::cpu

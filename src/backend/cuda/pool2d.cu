@@ -5,8 +5,10 @@
 //
 // The gradients gather instead of scattering: one thread per element of dx adds the contributions
 // of the windows that contain it, in the CPU's window order (oy, ox ascending), so no atomics are
-// needed and the sums are bitwise the CPU's.
+// needed and the sums are bitwise the CPU's. In bfloat16 and float16 a maximum is exact and sums
+// run in float32, rounded once.
 #include "backend/cuda/kernel_util.cuh"
+#include "backend/cuda/low_precision.cuh"
 #include "backend/elementwise_math.h"
 #include "ops/conv.h"
 
@@ -55,13 +57,14 @@ __global__ void max_pool_kernel(T* y, const T* x, ops::Window2D w, int64_t count
     const Pixel o(i, w.oh, w.ow, w.c);
     const T* img = x + o.n * w.h * w.w * w.c + o.c;
     const Span s(w, o.y, o.x);
-    T best = T(-INFINITY);
+    using C = compute_t<T>;  // exact for a maximum
+    C best = C(-INFINITY);
     for (int64_t iy = s.y0; iy < s.y1; ++iy)
       for (int64_t ix = s.x0; ix < s.x1; ++ix) {
-        const T v = img[(iy * w.w + ix) * w.c];
+        const C v = static_cast<C>(img[(iy * w.w + ix) * w.c]);
         best = (v > best || v != v) ? v : best;
       }
-    y[i] = best;
+    y[i] = static_cast<T>(best);
   }
 }
 
@@ -70,12 +73,13 @@ __global__ void max_pool_kernel(T* y, const T* x, ops::Window2D w, int64_t count
 template <class T>
 __device__ int64_t max_at(const T* img, const ops::Window2D& w, int64_t oy, int64_t ox) {
   const Span s(w, oy, ox);
+  using C = compute_t<T>;
   int64_t at = (s.y0 * w.w + s.x0) * w.c;
-  T best = img[at];
+  C best = static_cast<C>(img[at]);
   for (int64_t iy = s.y0; iy < s.y1; ++iy)
     for (int64_t ix = s.x0; ix < s.x1; ++ix) {
       const int64_t offset = (iy * w.w + ix) * w.c;
-      const T v = img[offset];
+      const C v = static_cast<C>(img[offset]);
       const bool better = v > best || v != v;
       best = better ? v : best;
       at = better ? offset : at;
@@ -87,45 +91,48 @@ __device__ int64_t max_at(const T* img, const ops::Window2D& w, int64_t oy, int6
 // window whose gradient it receives.
 template <class T, bool kRelu>
 __global__ void max_pool_grad_kernel(T* dx, const T* x, const T* dy, ops::Window2D w, int64_t count) {
+  using C = compute_t<T>;
   TANDEM_CUDA_LOOP(i, count) {
     const Pixel p(i, w.h, w.w, w.c);
     const T* img = x + p.n * w.h * w.w * w.c + p.c;
     const int64_t self = (p.y * w.w + p.x) * w.c;
     const Covering rows(p.y, w.pad_top, w.kh, w.sh, w.oh), cols(p.x, w.pad_left, w.kw, w.sw, w.ow);
-    T sum = T(0);
+    C sum = C(0);
     for (int64_t oy = rows.first; oy <= rows.last; ++oy)
       for (int64_t ox = cols.first; ox <= cols.last; ++ox)
-        if (max_at(img, w, oy, ox) == self) sum += dy[((p.n * w.oh + oy) * w.ow + ox) * w.c + p.c];
-    dx[i] = kRelu ? ReluGrad{}(sum, img[self]) : sum;
+        if (max_at(img, w, oy, ox) == self) sum += static_cast<C>(dy[((p.n * w.oh + oy) * w.ow + ox) * w.c + p.c]);
+    dx[i] = static_cast<T>(kRelu ? ReluGrad{}(sum, static_cast<C>(img[self])) : sum);
   }
 }
 
 template <class T>
 __global__ void avg_pool_kernel(T* y, const T* x, ops::Window2D w, int64_t count) {
+  using C = compute_t<T>;
   TANDEM_CUDA_LOOP(i, count) {
     const Pixel o(i, w.oh, w.ow, w.c);
     const T* img = x + o.n * w.h * w.w * w.c + o.c;
     const Span s(w, o.y, o.x);
-    T sum = T(0);
+    C sum = C(0);
     for (int64_t iy = s.y0; iy < s.y1; ++iy)
-      for (int64_t ix = s.x0; ix < s.x1; ++ix) sum += img[(iy * w.w + ix) * w.c];
-    const T inv = T(1) / static_cast<T>(s.count());
-    y[i] = sum * inv;
+      for (int64_t ix = s.x0; ix < s.x1; ++ix) sum += static_cast<C>(img[(iy * w.w + ix) * w.c]);
+    const C inv = C(1) / static_cast<C>(s.count());
+    y[i] = static_cast<T>(sum * inv);
   }
 }
 
 template <class T>
 __global__ void avg_pool_grad_kernel(T* dx, const T* dy, ops::Window2D w, int64_t count) {
+  using C = compute_t<T>;
   TANDEM_CUDA_LOOP(i, count) {
     const Pixel p(i, w.h, w.w, w.c);
     const Covering rows(p.y, w.pad_top, w.kh, w.sh, w.oh), cols(p.x, w.pad_left, w.kw, w.sw, w.ow);
-    T sum = T(0);
+    C sum = C(0);
     for (int64_t oy = rows.first; oy <= rows.last; ++oy)
       for (int64_t ox = cols.first; ox <= cols.last; ++ox) {
-        const T inv = T(1) / static_cast<T>(Span(w, oy, ox).count());
-        sum += dy[((p.n * w.oh + oy) * w.ow + ox) * w.c + p.c] * inv;
+        const C inv = C(1) / static_cast<C>(Span(w, oy, ox).count());
+        sum += static_cast<C>(dy[((p.n * w.oh + oy) * w.ow + ox) * w.c + p.c]) * inv;
       }
-    dx[i] = sum;
+    dx[i] = static_cast<T>(sum);
   }
 }
 
@@ -168,5 +175,9 @@ REGISTER_CUDA_FLOAT_KERNEL("max_pool2d", make_max_pool);
 REGISTER_CUDA_FLOAT_KERNEL("max_pool2d_grad", make_max_pool_grad);
 REGISTER_CUDA_FLOAT_KERNEL("avg_pool2d", make_avg_pool);
 REGISTER_CUDA_FLOAT_KERNEL("avg_pool2d_grad", make_avg_pool_grad);
+REGISTER_CUDA_16BIT_KERNEL("max_pool2d", make_max_pool);
+REGISTER_CUDA_16BIT_KERNEL("max_pool2d_grad", make_max_pool_grad);
+REGISTER_CUDA_16BIT_KERNEL("avg_pool2d", make_avg_pool);
+REGISTER_CUDA_16BIT_KERNEL("avg_pool2d_grad", make_avg_pool_grad);
 
 }  // namespace tandem::backend::cuda
