@@ -14,23 +14,28 @@ template <class T> KernelFn make_tanh(const KernelInit& k) { return map1<T>(k, T
 
 // GELU in its erf form through Eigen's vectorised erf and exp (rational approximations within a
 // few ulps of std::erf): the scalar std::erf took 6 ns an element, a fifth of a Transformer
-// training step. float32 computes in place; bfloat16 and float16 convert to float32, compute the
-// same way and round once at the store, as every 16-bit kernel does. Float64 keeps the shared
-// scalar math, which the gradient checks use.
-template <class T>
-using ArrayOf = Eigen::Array<T, Eigen::Dynamic, 1>;
+// training step. float32 computes in place; bfloat16 and float16 widen a chunk at a time into
+// float32 (convert16.h), compute the same way and round once at the store, as every 16-bit
+// kernel does. Float64 keeps the shared scalar math, which the gradient checks use.
+using FloatArray = Eigen::Array<float, Eigen::Dynamic, 1>;
+
+void gelu_erf_floats(float* y, int64_t n, const float* x) {
+  const auto xv = Eigen::Map<const FloatArray>(x, n);
+  Eigen::Map<FloatArray>(y, n) = 0.5f * xv * (1.0f + (xv * float(kInvSqrt2)).erf());
+}
+void gelu_erf_grad_floats(float* dx, int64_t n, const float* dy, const float* x) {
+  const auto d = Eigen::Map<const FloatArray>(dy, n);
+  const auto xv = Eigen::Map<const FloatArray>(x, n);
+  Eigen::Map<FloatArray>(dx, n) = d * (0.5f * (1.0f + (xv * float(kInvSqrt2)).erf()) + xv * float(kInvSqrt2Pi) * (-0.5f * xv * xv).exp());
+}
+
 template <class T>
 KernelFn gelu_erf_vectorised(const KernelInit& k) {
   const T* x = in<T>(k, 0);
   T* y = out<T>(k);
   Context* ctx = &context(k);
   const int64_t n = numel(k.out_type());
-  return [=] {
-    ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      const auto xv = Eigen::Map<const ArrayOf<T>>(x + b, e - b).template cast<float>();
-      Eigen::Map<ArrayOf<T>>(y + b, e - b) = (0.5f * xv * (1.0f + (xv * float(kInvSqrt2)).erf())).template cast<T>();
-    });
-  };
+  return [=] { ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { map_float_blocks(b, e, y, gelu_erf_floats, x); }); };
 }
 template <class T>
 KernelFn gelu_erf_grad_vectorised(const KernelInit& k) {
@@ -39,14 +44,7 @@ KernelFn gelu_erf_grad_vectorised(const KernelInit& k) {
   T* dx = out<T>(k);
   Context* ctx = &context(k);
   const int64_t n = numel(k.out_type());
-  return [=] {
-    ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      const auto d = Eigen::Map<const ArrayOf<T>>(dy + b, e - b).template cast<float>();
-      const auto xv = Eigen::Map<const ArrayOf<T>>(x + b, e - b).template cast<float>();
-      Eigen::Map<ArrayOf<T>>(dx + b, e - b) =
-          (d * (0.5f * (1.0f + (xv * float(kInvSqrt2)).erf()) + xv * float(kInvSqrt2Pi) * (-0.5f * xv * xv).exp())).template cast<T>();
-    });
-  };
+  return [=] { ctx->parallel_for(n, kElementwiseGrain, [&](int64_t b, int64_t e) { map_float_blocks(b, e, dx, gelu_erf_grad_floats, dy, x); }); };
 }
 
 template <class T> KernelFn make_gelu(const KernelInit& k) {

@@ -41,8 +41,21 @@ int64_t grain(const ops::Window2D& w, int64_t units_per_image) {
   return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, w.oh * w.ow * w.c * w.kh * w.kw / units_per_image));
 }
 
+// Values of T as its compute type: the values themselves, or for the 16-bit types `n` of them
+// widened into `scratch` (16 at a time), so that the comparisons and sums below vectorise.
+template <class T>
+const compute_t<T>* widened(const T* values, int64_t n, compute_t<T>* scratch) {
+  if constexpr (is_low_precision_v<T>) {
+    convert_n(values, scratch, n);
+    return scratch;
+  } else {
+    return values;
+  }
+}
+
 template <class T>
 KernelFn make_max_pool(const KernelInit& k) {
+  using Acc = compute_t<T>;
   const ops::Window2D w = pool_window(k, k.in_types[0].shape);
   const T* x = in<T>(k, 0);
   T* y = out<T>(k);
@@ -50,20 +63,24 @@ KernelFn make_max_pool(const KernelInit& k) {
   // Parallel over output rows (n, oy): each writes only its own outputs.
   return [=] {
     ctx->parallel_for(w.n * w.oh, grain(w, w.oh), [&](int64_t r0, int64_t r1) {
+      thread_local std::vector<Acc> scratch;
+      scratch.resize(static_cast<std::size_t>(2 * w.c));
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t n = r / w.oh, oy = r % w.oh;
         const T* img = x + n * w.h * w.w * w.c;
         for (int64_t ox = 0; ox < w.ow; ++ox) {
-          T* dst = y + (r * w.ow + ox) * w.c;
-          std::fill(dst, dst + w.c, -std::numeric_limits<T>::infinity());
+          T* out_pixel = y + (r * w.ow + ox) * w.c;
+          Acc* dst = is_low_precision_v<T> ? scratch.data() : reinterpret_cast<Acc*>(out_pixel);
+          std::fill(dst, dst + w.c, -std::numeric_limits<Acc>::infinity());
           const Span s(w, oy, ox);
           for (int64_t iy = s.y0; iy < s.y1; ++iy)
             for (int64_t ix = s.x0; ix < s.x1; ++ix) {
-              const T* src = img + (iy * w.w + ix) * w.c;
+              const Acc* src = widened(img + (iy * w.w + ix) * w.c, w.c, scratch.data() + w.c);
               // std::max would drop a NaN in src and maxps one already in dst; this keeps both and
               // still vectorises (two compares and a blend).
               for (int64_t c = 0; c < w.c; ++c) dst[c] = (src[c] > dst[c] || src[c] != src[c]) ? src[c] : dst[c];
             }
+          if constexpr (is_low_precision_v<T>) convert_n(dst, out_pixel, w.c);  // exact: each is one of the inputs
         }
       }
     });
@@ -128,21 +145,23 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
             constexpr int64_t kBlock = 64;
             for (int64_t c0 = 0; c0 < w.c; c0 += kBlock) {
               const int64_t cn = std::min(kBlock, w.c - c0);
-              Acc best[kBlock];
+              Acc best[kBlock], row[kBlock], grad[kBlock];
               int64_t at[kBlock];
               const int64_t first = (s.y0 * w.w + s.x0) * w.c + c0;
-              for (int64_t c = 0; c < cn; ++c) best[c] = Acc(img[first + c]), at[c] = first + c;
+              const Acc* v = widened(img + first, cn, row);
+              for (int64_t c = 0; c < cn; ++c) best[c] = v[c], at[c] = first + c;
               for (int64_t iy = s.y0; iy < s.y1; ++iy)
                 for (int64_t ix = s.x0; ix < s.x1; ++ix) {
                   const int64_t base = (iy * w.w + ix) * w.c + c0;
+                  v = widened(img + base, cn, row);
                   for (int64_t c = 0; c < cn; ++c) {
-                    const Acc v = Acc(img[base + c]);
-                    const bool better = v > best[c] || v != v;
-                    best[c] = better ? v : best[c];
+                    const bool better = v[c] > best[c] || v[c] != v[c];
+                    best[c] = better ? v[c] : best[c];
                     at[c] = better ? base + c : at[c];
                   }
                 }
-              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu ? ReluGrad{}(Acc(g[c0 + c]), best[c]) : Acc(g[c0 + c]);
+              const Acc* gv = widened(g + c0, cn, grad);
+              for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu ? ReluGrad{}(gv[c], best[c]) : gv[c];
             }
           }
       }
