@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 
 #include "backend/cpu/column_sums.h"
+#include "backend/cpu/convert16.h"
 #include "backend/cpu/kernel_util.h"
 #include "backend/fused_activation.h"
 
@@ -19,17 +20,33 @@ KernelFn make_fused_gradient(const KernelInit& k) {
   const int64_t cols = k.in_types[0].shape.back(), rows = numel(k.in_types[0]) / std::max<int64_t>(1, cols);
   const ColumnSums<T> sums(context(k), rows, cols);
   return with_activation_grad(parse_activation(k.node.attrs.s("activation")), [&](auto grad) -> KernelFn {
-    return [=] {
-      sums.run(dbias, [&](int64_t r, compute_t<T>* acc) {
-        for (int64_t c = 0; c < cols; ++c) {
-          // dbias sums dx as stored (rounded to T), in the compute type: what the unfused
-          // activation gradient and reduce_sum give.
-          const T d = apply_rounded<T>(grad, dy[r * cols + c], y[r * cols + c]);
-          dx[r * cols + c] = d;
-          acc[c] += compute_t<T>(d);
-        }
-      });
-    };
+    // dbias sums dx as stored (rounded to T), in the compute type: what the unfused activation
+    // gradient and reduce_sum give.
+    if constexpr (is_low_precision_v<T>)
+      return [=] {
+        sums.run(dbias, [&](int64_t r, float* acc) {  // a row in chunks widened to float32 (convert16.h)
+          alignas(64) float d[kConvertChunk], v[kConvertChunk];
+          for (int64_t c0 = 0; c0 < cols; c0 += kConvertChunk) {
+            const int64_t m = std::min(kConvertChunk, cols - c0), at = r * cols + c0;
+            convert_n(dy + at, d, m);
+            convert_n(y + at, v, m);
+            for (int64_t c = 0; c < m; ++c) d[c] = grad(d[c], v[c]);
+            convert_n(d, dx + at, m);
+            convert_n(dx + at, d, m);  // the rounded values
+            for (int64_t c = 0; c < m; ++c) acc[c0 + c] += d[c];
+          }
+        });
+      };
+    else
+      return [=] {
+        sums.run(dbias, [&](int64_t r, T* acc) {
+          for (int64_t c = 0; c < cols; ++c) {
+            const T d = grad(dy[r * cols + c], y[r * cols + c]);
+            dx[r * cols + c] = d;
+            acc[c] += d;
+          }
+        });
+      };
   });
 }
 
