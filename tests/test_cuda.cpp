@@ -496,7 +496,7 @@ TEST_CASE("cuda: integer_lookup (IntegerLookup, forwards with OOV buckets and a 
 // Both devices sum exact products in float32, in different orders, and round to the 16-bit type
 // (the GPU's fused epilogues once more than the CPU's), so each output agrees within a few units of
 // the type's rounding relative to the output's scale: 4u, u = 2⁻⁸ for bfloat16 and 2⁻¹¹ for float16.
-TEST_CASE("cuda: bfloat16 and float16 matmul, fused_matmul, batch_matmul, conv2d with both gradients and the elementwise kernels agree with the CPU's") {
+TEST_CASE("cuda: bfloat16 and float16 matmul, fused_matmul, batch_matmul, conv2d with both gradients, pooling and the elementwise kernels agree with the CPU's") {
   if (skip_without_gpu()) return;
   namespace ops = tandem::ops;
   for (const DType dtype : {DType::BF16, DType::F16}) {
@@ -515,7 +515,7 @@ TEST_CASE("cuda: bfloat16 and float16 matmul, fused_matmul, batch_matmul, conv2d
     const auto a = input({64, 96}), w = input({96, 48}), bias = input({48}), qa = input({4, 32, 40}), qb = input({4, 40, 24});
     const auto x = input({3, 10, 10, 8}), k = input({3, 3, 8, 12}), dy = input({3, 10, 10, 12});
     const tandem::ops::Pair one{1, 1};
-    const std::vector<tandem::graph::Value> outputs{
+    std::vector<tandem::graph::Value> outputs{
         ops::matmul(g, a, w),
         g.add("fused_matmul", {a, w, bias}, {{"transpose_a", false}, {"transpose_b", false}, {"activation", std::string("relu")}}),
         ops::batch_matmul(g, qa, qb, false, false),
@@ -524,6 +524,22 @@ TEST_CASE("cuda: bfloat16 and float16 matmul, fused_matmul, batch_matmul, conv2d
         ops::conv2d_backprop_filter(g, x, dy, {3, 3, 8, 12}, one, one, "same"),
         ops::sigmoid(g, ops::add(g, ops::mul(g, a, a), a)),
         ops::bias_add(g, ops::relu(g, a), input({96}))};
+    // Weight gradients kept as float32 sums (output_dtype), and pooling with its gradients.
+    const tandem::graph::Attrs wide{{"output_dtype", static_cast<int64_t>(DType::F32)}};
+    tandem::graph::Attrs filter = wide;
+    filter.set("kernel_shape", std::vector<int64_t>{3, 3, 8, 12}).set("strides", std::vector<int64_t>{1, 1});
+    filter.set("dilation", std::vector<int64_t>{1, 1}).set("padding", std::string("same"));
+    outputs.push_back(g.add("conv2d_backprop_filter", {x, dy}, filter));
+    tandem::graph::Attrs fused_grad = wide;
+    fused_grad.set("activation", std::string("tanh"));
+    for (const auto& v : g.add_multi("activation_bias_grad", {ops::mul(g, a, a), a}, fused_grad)) outputs.push_back(v);
+    const auto pooled = ops::max_pool2d(g, x, {2, 2}, {2, 2}, "valid"), averaged = ops::avg_pool2d(g, x, {3, 3}, {1, 1}, "same");
+    const auto dpool = input({3, 5, 5, 8});
+    const tandem::graph::Attrs pool2{{"pool", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}, {"padding", std::string("valid")},
+                                     {"relu", true}};
+    const tandem::graph::Attrs pool3{{"pool", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("same")},
+                                     {"input_shape", std::vector<int64_t>{3, 10, 10, 8}}};
+    outputs.insert(outputs.end(), {pooled, averaged, g.add("max_pool2d_grad", {x, dpool}, pool2), g.add("avg_pool2d_grad", {input({3, 10, 10, 8})}, pool3)});
     const auto cpu = op_runner::run(g, inputs, outputs, "cpu:0"), gpu = op_runner::run(g, inputs, outputs, "gpu:0");
     const double unit = dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
     for (std::size_t f = 0; f < outputs.size(); ++f) {
