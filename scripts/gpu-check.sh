@@ -93,6 +93,12 @@ for model in mlp cnn; do
   run "bench_tandem_$model" "$bin/bench_fashion_mnist" --model $model --device gpu:0 --batch-sizes 32,128,512 --epochs-fraction 0.5 --json
   run "bench_pytorch_$model" "$python" bench/torch_fashion_mnist.py --model $model --device cuda --batch-sizes 32,128,512 --epochs-fraction 0.5 --json
 done
+# Mixed precision on the GPU's tensor cores: Tandem under mixed_bfloat16 against PyTorch's CUDA
+# autocast with bfloat16 (docs/mixed-precision.md).
+for model in mlp cnn; do
+  run "bench_tandem_${model}_bf16" "$bin/bench_fashion_mnist" --model $model --device gpu:0 --batch-sizes 128,512 --epochs-fraction 0.25 --policy mixed_bfloat16 --json
+  run "bench_pytorch_${model}_bf16" "$python" bench/torch_fashion_mnist.py --model $model --device cuda --batch-sizes 128,512 --epochs-fraction 0.25 --autocast bf16 --json
+done
 # Side by side: Tandem's samples/s over PyTorch's, per model and batch.
 "$python" - "$OUT" <<'EOF' | tee "$OUT/ratios.txt"
 import json, pathlib, sys
@@ -102,9 +108,14 @@ def rates(name):
     recs = [json.loads(l) for l in path.read_text().splitlines() if l.startswith("{")] if path.exists() else []
     return {r["batch"]: r["samples_per_s"] for r in recs}
 for model in ("mlp", "cnn"):
-    t, p = rates(f"bench_tandem_{model}"), rates(f"bench_pytorch_{model}")
-    for b in sorted(t):
-        if b in p:
-            print(f"{model} batch {b:4d}: tandem {t[b]:10.0f}  pytorch {p[b]:10.0f} samples/s  ratio {t[b] / p[b]:.2f}")
+    for suffix, what in (("", "float32"), ("_bf16", "bf16 (autocast)")):
+        t, p = rates(f"bench_tandem_{model}{suffix}"), rates(f"bench_pytorch_{model}{suffix}")
+        for b in sorted(t):
+            if b in p:
+                print(f"{model} {what} batch {b:4d}: tandem {t[b]:10.0f}  pytorch {p[b]:10.0f} samples/s  ratio {t[b] / p[b]:.2f}")
+    t32, t16 = rates(f"bench_tandem_{model}"), rates(f"bench_tandem_{model}_bf16")
+    for b in sorted(t16):
+        if b in t32:
+            print(f"{model} batch {b:4d}: tandem mixed_bfloat16 / float32 {t16[b] / t32[b]:.2f}")
 EOF
 exit $status
