@@ -8,11 +8,22 @@
 namespace tandem::backend::cpu {
 
 namespace {
+// The attr's double as T, rounded once (a 16-bit type through convert's round-to-odd float).
+template <class T>
+T fill_value(double v) {
+  if constexpr (is_low_precision_v<T>) {
+    using Same = std::conditional_t<std::is_same_v<T, Eigen::bfloat16>, bfloat16, float16>;
+    return to_eigen(convert<Same>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
 template <class T>
 KernelFn make_fill(const KernelInit& k) {
   T* y = out<T>(k);
   const int64_t n = numel(k.out_type());
-  const T v = static_cast<T>(k.node.attrs.f("value"));
+  const T v = fill_value<T>(k.node.attrs.f("value"));
   return [=] { std::fill(y, y + n, v); };
 }
 
@@ -73,6 +84,7 @@ KernelFn make_reshape(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CPU_FLOAT_KERNEL("fill", make_fill);
+REGISTER_CPU_16BIT_KERNEL("fill", make_fill);
 REGISTER_KERNEL("fill", DeviceKind::Cpu, DType::I64, make_fill<int64_t>);
 REGISTER_KERNEL("fill", DeviceKind::Cpu, DType::I32, make_fill<int32_t>);
 REGISTER_CPU_FLOAT_KERNEL("scale", make_scale);

@@ -15,11 +15,19 @@ __global__ void fill_kernel(T* y, int64_t n, T value) {
   TANDEM_CUDA_LOOP(i, n) y[i] = value;
 }
 
+// The attr's double as T, rounded once (a 16-bit type straight from the double).
+template <class T>
+T fill_value(double v) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __double2bfloat16(v);
+  else if constexpr (std::is_same_v<T, __half>) return __double2half(v);
+  else return static_cast<T>(v);
+}
+
 template <class T>
 KernelFn make_fill(const KernelInit& k) {
   T* y = out<T>(k);
   const int64_t n = numel(k.out_type());
-  const T value = static_cast<T>(k.node.attrs.f("value"));
+  const T value = fill_value<T>(k.node.attrs.f("value"));
   return launch_over(k, n, [=](unsigned grid, cudaStream_t s) { fill_kernel<<<grid, kBlock, 0, s>>>(y, n, value); });
 }
 
@@ -102,6 +110,7 @@ KernelFn make_reshape(const KernelInit& k) {
 }  // namespace
 
 REGISTER_CUDA_FLOAT_KERNEL("fill", make_fill);
+REGISTER_CUDA_16BIT_KERNEL("fill", make_fill);
 REGISTER_KERNEL("fill", DeviceKind::Cuda, DType::I64, make_fill<int64_t>);
 REGISTER_KERNEL("fill", DeviceKind::Cuda, DType::I32, make_fill<int32_t>);
 REGISTER_CUDA_FLOAT_KERNEL("scale", make_scale);
