@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "distribute/comm/inprocess.h"
+#include "comm/inprocess.h"
 
 using Clock = std::chrono::steady_clock;
-namespace comm = tandem::distribute::comm;
+namespace comm = tandem::comm;
 
 namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

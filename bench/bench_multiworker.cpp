@@ -11,11 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "distribute/comm/inprocess.h"
-#include "distribute/comm/world.h"
+#include "comm/inprocess.h"
+#include "comm/world.h"
 
 using Clock = std::chrono::steady_clock;
-namespace comm = tandem::distribute::comm;
+namespace comm = tandem::comm;
 namespace tl = tandem::layers;
 
 namespace {

@@ -3,7 +3,7 @@
 // is still running (DDP's design); every device then applies the same update to its own copy of
 // the variables, so the copies stay equal without a broadcast per step.
 #include "compile/lower.h"
-#include "distribute/comm/local.h"
+#include "comm/local.h"
 #include "distribute/strategy.h"
 #include "backend/device.h"
 #include "tandem/errors.h"

@@ -6,7 +6,7 @@
 
 #include "backend/device.h"
 #include "compile/lower.h"
-#include "distribute/comm/local.h"
+#include "comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
 #include "tandem/errors.h"

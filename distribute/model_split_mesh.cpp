@@ -11,7 +11,7 @@
 
 #include "compile/lower.h"
 #include "compile/nest.h"
-#include "distribute/comm/local.h"
+#include "comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
 #include "tandem/errors.h"

@@ -7,9 +7,9 @@
 #include <chrono>
 
 #include "comm/communicator.h"
-#include "distribute/comm/inprocess.h"
-#include "distribute/comm/two_level.h"
-#include "distribute/comm/world.h"
+#include "comm/inprocess.h"
+#include "comm/two_level.h"
+#include "comm/world.h"
 #include "distribute/strategy.h"
 #include "tandem/errors.h"
 

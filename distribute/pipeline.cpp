@@ -7,7 +7,7 @@
 #include <set>
 
 #include "compile/lower.h"
-#include "distribute/comm/local.h"
+#include "comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
 #include "backend/device.h"

@@ -10,11 +10,11 @@
 #include "compile/plan.h"
 #include "tandem/distribute.h"
 
-namespace tandem::distribute {
-
-namespace comm {
+namespace tandem::comm {
 class Communicator;
 }
+
+namespace tandem::distribute {
 
 // What summary() prints below Keras's table for a strategy that places layers: a table of its
 // own and lines of notes under it.

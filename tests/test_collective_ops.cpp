@@ -11,7 +11,7 @@
 
 #include "autodiff/autodiff.h"
 #include "backend/device.h"
-#include "distribute/comm/inprocess.h"
+#include "comm/inprocess.h"
 #include "distribute/strategy.h"
 #include "ops/ops.h"
 #include "random_values.h"
@@ -39,7 +39,7 @@ struct DevicePlan {
       plan->programs.push_back(tandem::compile::single_program(names.back(), std::move(graphs[d]), fetches[d]));
       plan->schedule.push_back(tandem::compile::run_all_blocks(plan->programs.back()));
     }
-    auto comm = std::make_shared<dist::comm::InProcessCommunicator>(names);
+    auto comm = std::make_shared<tandem::comm::InProcessCommunicator>(names);
     comm->set_timeout(std::chrono::milliseconds(20000));
     exe = std::make_unique<tandem::runtime::Executable>(plan, devices, [](int, int) -> void* { return nullptr; }, comm);
   }

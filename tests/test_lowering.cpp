@@ -13,7 +13,7 @@
 #include "autodiff/autodiff.h"
 #include "backend/device.h"
 #include "compile/lower.h"
-#include "distribute/comm/inprocess.h"
+#include "comm/inprocess.h"
 #include "distribute/strategy.h"
 #include "ops/attention.h"
 #include "ops/ops.h"
@@ -46,7 +46,7 @@ struct Lowered {
     plan = std::make_shared<compile::Plan>(compile::lower(g, fetches, o));
     for (const VariablePtr& v : vars) variables[v->id()] = v;
     for (const std::string& name : o.devices) devices.push_back(&tandem::backend::open_device(name, 1));
-    auto comm = std::make_shared<tandem::distribute::comm::InProcessCommunicator>(o.devices);
+    auto comm = std::make_shared<tandem::comm::InProcessCommunicator>(o.devices);
     comm->set_timeout(std::chrono::milliseconds(20000));
     exe = std::make_unique<tandem::runtime::Executable>(
         plan, devices, [this](int p, int id) { return homes.home(*devices[static_cast<std::size_t>(p)], *variables.at(id)); }, comm);

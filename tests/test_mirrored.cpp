@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "distribute/comm/inprocess.h"
+#include "comm/inprocess.h"
 #include "distribute/strategy.h"
 #include "strategy_helpers.h"
 
@@ -64,12 +64,12 @@ std::vector<Tensor> cnn_after_five_steps(dist::StrategyPtr strategy, bool dropou
 
 TEST_CASE("mirrored: ring all-reduce sums exactly and equally on every rank") {
   for (int k : {1, 2, 3, 4}) {
-    dist::comm::InProcessCommunicator comm(cpus(k));
+    tandem::comm::InProcessCommunicator comm(cpus(k));
     const std::size_t n = 1003;  // not a multiple of k: uneven chunks
     std::vector<std::vector<double>> data(static_cast<std::size_t>(k), std::vector<double>(n));
     for (int r = 0; r < k; ++r)
       for (std::size_t i = 0; i < n; ++i) data[static_cast<std::size_t>(r)][i] = double(r + 1) * double(i) + 0.25;
-    on_ranks(k, [&](int r) { comm.all_reduce(r, data[static_cast<std::size_t>(r)].data(), n, tandem::DType::F64, dist::comm::ReduceOp::Sum); });
+    on_ranks(k, [&](int r) { comm.all_reduce(r, data[static_cast<std::size_t>(r)].data(), n, tandem::DType::F64, tandem::comm::ReduceOp::Sum); });
     const double ranks_sum = k * (k + 1) / 2.0;
     for (int r = 0; r < k; ++r)
       for (std::size_t i = 0; i < n; ++i) REQUIRE(data[static_cast<std::size_t>(r)][i] == ranks_sum * double(i) + 0.25 * k);
@@ -81,7 +81,7 @@ TEST_CASE("mirrored: ring all-reduce sums exactly and equally on every rank") {
 TEST_CASE("mirrored: bfloat16 all-reduce halves the bytes and stays within bfloat16 rounding") {
   const int k = 4;
   const std::size_t n = 4096;
-  dist::comm::InProcessCommunicator native(cpus(k)), half(cpus(k));
+  tandem::comm::InProcessCommunicator native(cpus(k)), half(cpus(k));
   std::vector<std::vector<float>> a(k, std::vector<float>(n)), b;
   std::mt19937 gen(2);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -89,9 +89,9 @@ TEST_CASE("mirrored: bfloat16 all-reduce halves the bytes and stays within bfloa
     for (float& x : v) x = u(gen);
   b = a;
   on_ranks(k, [&](int r) {
-    native.all_reduce(r, a[static_cast<std::size_t>(r)].data(), n, tandem::DType::F32, dist::comm::ReduceOp::Mean);
-    half.all_reduce(r, b[static_cast<std::size_t>(r)].data(), n, tandem::DType::F32, dist::comm::ReduceOp::Mean,
-                    dist::comm::Wire::BFloat16);
+    native.all_reduce(r, a[static_cast<std::size_t>(r)].data(), n, tandem::DType::F32, tandem::comm::ReduceOp::Mean);
+    half.all_reduce(r, b[static_cast<std::size_t>(r)].data(), n, tandem::DType::F32, tandem::comm::ReduceOp::Mean,
+                    tandem::comm::Wire::BFloat16);
   });
   CHECK(half.stats().bytes_moved * 2 == native.stats().bytes_moved);
   for (std::size_t i = 0; i < n; ++i) {
@@ -103,7 +103,7 @@ TEST_CASE("mirrored: bfloat16 all-reduce halves the bytes and stays within bfloa
 
 TEST_CASE("mirrored: all_gather, reduce_scatter, broadcast, send and recv") {
   const int k = 3;
-  dist::comm::InProcessCommunicator comm(cpus(k));
+  tandem::comm::InProcessCommunicator comm(cpus(k));
   std::vector<std::vector<float>> gathered(k, std::vector<float>(2 * k)), scattered(k, std::vector<float>(2));
   std::vector<std::vector<float>> big(k, std::vector<float>(2 * k));
   std::vector<int> bcast(k), received(k, -1);
@@ -112,7 +112,7 @@ TEST_CASE("mirrored: all_gather, reduce_scatter, broadcast, send and recv") {
     comm.all_gather(r, mine, gathered[static_cast<std::size_t>(r)].data(), 2, tandem::DType::F32);
     for (int i = 0; i < 2 * k; ++i) big[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = float(i + r);
     comm.reduce_scatter(r, big[static_cast<std::size_t>(r)].data(), scattered[static_cast<std::size_t>(r)].data(), 2,
-                        tandem::DType::F32, dist::comm::ReduceOp::Sum);
+                        tandem::DType::F32, tandem::comm::ReduceOp::Sum);
     bcast[static_cast<std::size_t>(r)] = r == 2 ? 77 : 0;
     comm.broadcast(r, &bcast[static_cast<std::size_t>(r)], sizeof(int), 2);
     const int token = 100 + r;
@@ -134,7 +134,7 @@ TEST_CASE("mirrored: all_gather, reduce_scatter, broadcast, send and recv") {
 }
 
 TEST_CASE("mirrored: a send does not wait for its receiver, and a recv takes the message with its tag") {
-  dist::comm::InProcessCommunicator comm({"cpu:0", "cpu:1"});
+  tandem::comm::InProcessCommunicator comm({"cpu:0", "cpu:1"});
   comm.set_timeout(std::chrono::milliseconds(2000));
   const float first[2] = {1, 2}, second[3] = {3, 4, 5};
   comm.send(0, 1, first, sizeof first, 7);  // both return at once, on one thread
@@ -148,12 +148,12 @@ TEST_CASE("mirrored: a send does not wait for its receiver, and a recv takes the
 }
 
 TEST_CASE("mirrored: a collective that a peer never joins times out with a clear error") {
-  dist::comm::InProcessCommunicator comm(cpus(3));
+  tandem::comm::InProcessCommunicator comm(cpus(3));
   comm.set_timeout(std::chrono::milliseconds(100));
   float v = 1;
-  CHECK_THROWS_WITH_AS(comm.all_reduce(0, &v, 1, tandem::DType::F32, dist::comm::ReduceOp::Sum),
+  CHECK_THROWS_WITH_AS(comm.all_reduce(0, &v, 1, tandem::DType::F32, tandem::comm::ReduceOp::Sum),
                        "all_reduce on cpu:0 timed out after 100 ms waiting for cpu:1, cpu:2", tandem::Error);
-  dist::comm::InProcessCommunicator pair(cpus(2));
+  tandem::comm::InProcessCommunicator pair(cpus(2));
   pair.set_timeout(std::chrono::milliseconds(50));
   CHECK_THROWS_WITH_AS(pair.recv(1, 0, &v, 4), "recv on cpu:1 from cpu:0 (tag 0) timed out after 50 ms", tandem::Error);
 }

@@ -4,8 +4,8 @@
 
 namespace tandem::backend {
 
-using distribute::comm::CommContext;
-using distribute::comm::CommQueue;
+using comm::CommContext;
+using comm::CommQueue;
 
 CommContext& comm_of(const KernelInit& k) {
   if (!k.comm) throw Error("internal: a communication node in a plan bound without a communicator");

@@ -14,11 +14,11 @@
 
 namespace tandem::backend {
 
-distribute::comm::CommContext& comm_of(const KernelInit& k);
+comm::CommContext& comm_of(const KernelInit& k);
 
 // Who a collective runs among: every rank, or the group its attribute names.
 struct Peers {
-  distribute::comm::Communicator* communicator;
+  comm::Communicator* communicator;
   int rank;
 };
 Peers peers_of(const KernelInit& k);

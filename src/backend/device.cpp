@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -78,25 +79,14 @@ DeviceKindRegistration::DeviceKindRegistration(const char* kind, DeviceFactory f
 }
 
 DeviceName parse_device(const std::string& device) {
-  const auto colon = device.find(':');
-  const std::string kind = device.substr(0, colon);
-  std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
-  std::string logical;
-  if (const auto slash = index.find('/'); slash != std::string::npos && kind == "gpu") {
-    logical = index.substr(slash + 1);
-    index = index.substr(0, slash);
-  }
-  const auto is_number = [](const std::string& s) {
-    return !s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos;
-  };
-  const bool digits = is_number(index) && (logical.empty() || is_number(logical));
-  const bool slash_ok = logical.empty() == (device.find('/') == std::string::npos);
+  const std::optional<DeviceName> name = core::read_device_name(device);
+  const std::string kind = device.substr(0, device.find(':'));
   const bool known = device_kinds().find(kind) != nullptr;
-  if (!known && kind == "gpu" && digits)
+  if (!known && kind == "gpu" && name)
     throw ValueError("device '" + device + "' is not available: this build of Tandem has no GPU backend (it was built without CUDA); use \"cpu\" devices");
-  if (!known || !digits || !slash_ok)
+  if (!known || !name)
     throw ValueError("unknown device '" + device + "'; expected " + accepted_forms());
-  return {kind, std::stoi(index), logical.empty() ? -1 : std::stoi(logical)};
+  return *name;
 }
 
 std::string unavailable_reason(const std::string& name) {

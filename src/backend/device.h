@@ -10,23 +10,14 @@
 #include <string>
 
 #include "backend/kernel_registry.h"
+#include "core/device_name.h"
 #include "tandem/errors.h"
 
 namespace tandem::backend {
 
-// A parsed device name: "cpu" is {"cpu", 0}, "gpu:1" is {"gpu", 1}. "gpu:0/1" is logical GPU 1 of
-// physical GPU 0: a device of its own (memory, streams, worker) sharing one chip, so that every
-// multi-device strategy runs on a machine with one GPU.
-struct DeviceName {
-  std::string kind;
-  int index = 0;
-  int logical = -1;  // -1: the whole device
-  std::string str() const {
-    std::string s = kind + ":" + std::to_string(index);
-    if (logical >= 0) s.append("/").append(std::to_string(logical));  // not "/" + ...: GCC 12's false -Wrestrict
-    return s;
-  }
-};
+// A parsed device name ("gpu:0/1" is logical GPU 1 of GPU 0); core reads names, the backend knows
+// which kinds exist.
+using core::DeviceName;
 
 // Parses "kind", "kind:N" or, for GPUs, "gpu:N/L" for a registered device kind; throws ValueError
 // naming the string and the kinds this build has (a "gpu" device in a build without a GPU backend

@@ -22,7 +22,7 @@ struct KernelInit {
   std::vector<void*> in;   // resolved addresses of the inputs
   std::vector<void*> out;  // and of the outputs
   void* context;           // the backend's device context (cpu::Context for the CPU)
-  void* comm = nullptr;    // distribute::comm::CommContext of this program (comm/comm_context.h), for communication kernels
+  void* comm = nullptr;    // comm::CommContext of this program (comm/comm_context.h), for communication kernels
   int micro_batch = 0;     // the micro-batch of the step this kernel instance runs for
   const TensorType& out_type(int i = 0) const { return node.outputs[static_cast<std::size_t>(i)]; }
 };

@@ -8,7 +8,7 @@
 
 #include "comm/communicator.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 // Runs a device's communication work off its compute thread, in the order it is started. Work is
 // added when a Plan is bound; starting and waiting happen every step and allocate nothing.
@@ -43,4 +43,4 @@ struct CommContext {
   }
 };
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

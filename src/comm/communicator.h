@@ -12,7 +12,7 @@
 #include "tandem/errors.h"
 #include "tandem/tensor.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 enum class ReduceOp { Sum, Mean };
 
@@ -69,4 +69,4 @@ class Communicator {
   std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
 };
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

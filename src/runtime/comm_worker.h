@@ -16,7 +16,7 @@ namespace tandem::runtime {
 
 class Tracer;
 
-class CommWorker final : public distribute::comm::CommQueue {
+class CommWorker final : public comm::CommQueue {
  public:
   CommWorker(std::string device, core::TaskThread& thread, Tracer* tracer, int track);
   ~CommWorker() override;

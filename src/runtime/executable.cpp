@@ -66,7 +66,7 @@ struct Executable::Bound {
   std::atomic<const BoundAction*> current_action{nullptr};
   std::atomic<int> current{-1};
   std::unique_ptr<CommWorker> comm_worker;
-  distribute::comm::CommContext comm;
+  comm::CommContext comm;
   // The step as the device recorded it (a CUDA graph), recorded and replayed from the second step
   // on: the first runs as issued, so that libraries set themselves up outside the recording.
   std::unique_ptr<backend::Device::StepRecording> recording;
@@ -82,7 +82,7 @@ struct Executable::Bound {
 };
 
 Executable::Executable(std::shared_ptr<const compile::Plan> plan, std::vector<backend::Device*> devices,
-                       const std::function<void*(int, int)>& variable, std::shared_ptr<distribute::comm::Communicator> comm)
+                       const std::function<void*(int, int)>& variable, std::shared_ptr<comm::Communicator> comm)
     : plan_(std::move(plan)), comm_(std::move(comm)), devices_(std::move(devices)) {
   if (devices_.size() != plan_->programs.size())
     throw Error("internal: a plan of " + std::to_string(plan_->programs.size()) + " programs bound to " +
@@ -341,7 +341,7 @@ void Executable::issue_program(int p) {
 void Executable::run_guarded(int p) {
   try {
     run_program(p);
-  } catch (const distribute::comm::Aborted&) {
+  } catch (const comm::Aborted&) {
     throw;  // a consequence, not the cause
   } catch (...) {
     std::string what = "unknown error";

@@ -18,7 +18,7 @@
 #include "core/task_thread.h"
 #include "runtime/tracer.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 class Communicator;
 }
 
@@ -39,7 +39,7 @@ class Executable {
   // each device's worker thread, shared with every other Executable (runtime/device_threads.h).
   Executable(std::shared_ptr<const compile::Plan> plan, std::vector<backend::Device*> devices,
              const std::function<void*(int program, int variable_id)>& variable,
-             std::shared_ptr<distribute::comm::Communicator> comm = nullptr);
+             std::shared_ptr<comm::Communicator> comm = nullptr);
   ~Executable();  // waits for a step the watchdog abandoned: its kernels use this arena
 
   backend::Device& device(int program) const { return *devices_[static_cast<std::size_t>(program)]; }
@@ -94,11 +94,11 @@ class Executable {
   void make_inboxes(int program, Bound& b);
   void abort_communication(const std::string& why);
   void reset_communication();
-  std::map<std::vector<int64_t>, std::shared_ptr<distribute::comm::Communicator>> groups_;  // subsets' communicators
+  std::map<std::vector<int64_t>, std::shared_ptr<comm::Communicator>> groups_;  // subsets' communicators
   std::mutex error_mutex_;
   std::exception_ptr root_error_;
   std::shared_ptr<const compile::Plan> plan_;
-  std::shared_ptr<distribute::comm::Communicator> comm_;
+  std::shared_ptr<comm::Communicator> comm_;
   Tracer tracer_;
   std::vector<std::unique_ptr<Bound>> bound_;
   std::vector<std::function<void()>> device_steps_;  // what each device worker runs for a step

@@ -8,10 +8,10 @@
 namespace tandem::backend::cpu {
 
 namespace {
-using distribute::comm::CommQueue;
-using distribute::comm::Communicator;
-using distribute::comm::ReduceOp;
-using distribute::comm::Wire;
+using comm::CommQueue;
+using comm::Communicator;
+using comm::ReduceOp;
+using comm::Wire;
 
 KernelFn make_all_reduce_start(const KernelInit& k) {
   std::size_t total = 0;

@@ -19,10 +19,10 @@
 namespace tandem::backend::cuda {
 
 namespace {
-using distribute::comm::CommQueue;
-using distribute::comm::Communicator;
-using distribute::comm::ReduceOp;
-using distribute::comm::Wire;
+using comm::CommQueue;
+using comm::Communicator;
+using comm::ReduceOp;
+using comm::Wire;
 
 // One communication node's device side: the readiness event and, for a host communicator, the
 // pinned copies of its input and output ranges. Made when the plan is bound; freed with it.

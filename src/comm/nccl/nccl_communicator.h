@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "distribute/comm/inprocess.h"
+#include "comm/inprocess.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 class NcclCommunicator : public Communicator {
  public:
@@ -61,4 +61,4 @@ class NcclCommunicator : public Communicator {
   std::atomic<std::size_t> bytes_moved_{0}, collectives_{0};
 };
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

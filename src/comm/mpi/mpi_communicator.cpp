@@ -1,4 +1,4 @@
-#include "distribute/comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_communicator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,10 +7,10 @@
 #include <map>
 #include <thread>
 
-#include "distribute/comm/bf16.h"
+#include "comm/bf16.h"
 #include "tandem/errors.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -368,4 +368,4 @@ std::shared_ptr<Communicator> MpiCommunicator::subgroup(const std::vector<int64_
   return group;
 }
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -2,10 +2,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "distribute/comm/world.h"
+#include "comm/world.h"
 #include "tandem/errors.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 namespace {
 int launched_workers() {
@@ -15,7 +15,7 @@ int launched_workers() {
 }
 }  // namespace
 
-Worker world() {
+distribute::Worker world() {
   if (const int n = launched_workers(); n > 1)
     throw Error("MultiWorkerMirrored: this process was started as one of " + std::to_string(n) +
                 " workers, but this build of Tandem has no MPI: install libopenmpi-dev (scripts/install-deps.sh) and rebuild");
@@ -28,4 +28,4 @@ std::shared_ptr<Communicator> worker_communicator() {
   throw Error("MultiWorkerMirrored: this build of Tandem has no MPI");
 }
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -1,4 +1,4 @@
-#include "distribute/comm/nccl/nccl_communicator.h"
+#include "comm/nccl/nccl_communicator.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -6,10 +6,10 @@
 #include <chrono>
 #include <thread>
 
-#include "backend/device.h"
+#include "core/device_name.h"
 #include "tandem/errors.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 struct NcclCommunicator::Rank {
   ncclComm_t comm = nullptr;
@@ -40,11 +40,11 @@ void check_cuda(cudaError_t e, const char* call, const std::string& where) {
 
 NcclCommunicator::NcclCommunicator(std::vector<std::string> devices) : devices_(std::move(devices)), mailboxes_(devices_) {
   for (const std::string& d : devices_) {
-    const backend::DeviceName n = backend::parse_device(d);
-    if (n.kind != "gpu" || n.logical >= 0) throw ValueError("NCCL communicator: '" + d + "' is not a whole GPU (\"gpu:N\")");
+    const std::optional<core::DeviceName> n = core::read_device_name(d);
+    if (!n || n->kind != "gpu" || n->logical >= 0) throw ValueError("NCCL communicator: '" + d + "' is not a whole GPU (\"gpu:N\")");
     for (int o : ordinals_)
-      if (o == n.index) throw ValueError("NCCL communicator: GPU " + std::to_string(o) + " appears twice; NCCL needs one rank per GPU");
-    ordinals_.push_back(n.index);
+      if (o == n->index) throw ValueError("NCCL communicator: GPU " + std::to_string(o) + " appears twice; NCCL needs one rank per GPU");
+    ordinals_.push_back(n->index);
   }
 }
 
@@ -221,4 +221,4 @@ std::shared_ptr<Communicator> NcclCommunicator::subgroup(const std::vector<int64
   return group;
 }
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -1,4 +1,4 @@
-#include "distribute/comm/inprocess.h"
+#include "comm/inprocess.h"
 
 #include <Eigen/Core>
 
@@ -7,10 +7,10 @@
 
 #include <cstring>
 
-#include "distribute/comm/bf16.h"
+#include "comm/bf16.h"
 #include "tandem/errors.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 namespace {
 std::size_t chunk_begin(std::size_t count, int k, int c) { return count * static_cast<std::size_t>(c) / static_cast<std::size_t>(k); }
@@ -265,4 +265,4 @@ CommStats InProcessCommunicator::stats() const {
   return stats_;
 }
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -10,8 +10,8 @@
 
 #include "comm/communicator.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 std::shared_ptr<Communicator> local_communicator(const std::vector<std::string>& devices);
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -13,7 +13,7 @@
 
 #include "comm/communicator.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 class InProcessCommunicator : public Communicator {
  public:
@@ -69,4 +69,4 @@ class InProcessCommunicator : public Communicator {
   CommStats stats_;
 };
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -9,7 +9,7 @@
 
 #include "comm/communicator.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 class TwoLevelCommunicator final : public Communicator {
  public:
@@ -36,4 +36,4 @@ class TwoLevelCommunicator final : public Communicator {
   int worker_;
 };
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 inline uint16_t to_bf16(float f) {
   uint32_t u;
@@ -21,4 +21,4 @@ inline float from_bf16(uint16_t h) {
   return f;
 }
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -1,17 +1,17 @@
 // MPI's side of comm/world.h: MPI_Init_thread on first use in a process a launcher started,
 // MPI_Finalize at exit — or MPI_Abort when a collective between workers broke, since the others
 // may be waiting in one that can never finish and MPI_Finalize would wait for them too.
-#include "distribute/comm/world.h"
+#include "comm/world.h"
 
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "distribute/comm/mpi/mpi_communicator.h"
+#include "comm/mpi/mpi_communicator.h"
 #include "tandem/errors.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 namespace {
 // Open MPI's mpirun, PMIx (srun --mpi=pmix, prterun) and PMI-2 (srun --mpi=pmi2) set these.
@@ -22,7 +22,7 @@ bool started_by_launcher() {
 }
 
 struct MpiProcess {
-  Worker me;
+  distribute::Worker me;
   int on_this_machine = 1;
   std::shared_ptr<MpiCommunicator> comm;
   MpiProcess() {
@@ -60,7 +60,7 @@ void MpiProcess::finish() {
 }
 }  // namespace
 
-Worker world() { return process().me; }
+distribute::Worker world() { return process().me; }
 
 int workers_on_this_machine() { return process().on_this_machine; }
 
@@ -70,4 +70,4 @@ std::shared_ptr<Communicator> worker_communicator() {
   return p.comm;
 }
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -8,9 +8,10 @@
 #include "comm/communicator.h"
 #include "tandem/distribute.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
-Worker world();
+// This process among the workers (the public API's `Worker`).
+distribute::Worker world();
 // The workers on this machine, this one included: they share its cores.
 int workers_on_this_machine();
 
@@ -18,4 +19,4 @@ int workers_on_this_machine();
 // shared. Raises when the build has no MPI.
 std::shared_ptr<Communicator> worker_communicator();
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -17,7 +17,7 @@
 
 #include "comm/communicator.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -85,4 +85,4 @@ class MpiCommunicator final : public Communicator {
   CommStats stats_;
 };
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm

@@ -1,11 +1,11 @@
-#include "distribute/comm/two_level.h"
+#include "comm/two_level.h"
 
 #include <cstring>
 #include <vector>
 
 #include "tandem/errors.h"
 
-namespace tandem::distribute::comm {
+namespace tandem::comm {
 
 TwoLevelCommunicator::TwoLevelCommunicator(std::shared_ptr<Communicator> local, std::shared_ptr<Communicator> across, int worker)
     : local_(std::move(local)), across_(std::move(across)), worker_(worker) {}
@@ -99,4 +99,4 @@ std::shared_ptr<Communicator> TwoLevelCommunicator::subgroup(const std::vector<i
   return local_->subgroup(local);
 }
 
-}  // namespace tandem::distribute::comm
+}  // namespace tandem::comm
