@@ -2,7 +2,9 @@
 
 #include <map>
 
+#include "graph/autocast.h"
 #include "ops/ops.h"
+#include "ops/widened.h"
 #include "tandem/errors.h"
 
 namespace tandem::autodiff {
@@ -42,7 +44,14 @@ std::vector<Value> gradients(Graph& g, Value loss, const std::vector<Value>& wrt
   auto accumulate = [&](Value of, Value d) {
     // A gradient has its value's dtype: a 16-bit activation's gradient is 16-bit too (mixed
     // precision), and the cast that made it from a float32 weight turns it back into float32.
-    d = ops::cast(g, d, g.type(of).dtype);
+    // A 16-bit copy of a float32 value (a weight's, under a mixed policy) keeps its gradient in
+    // float32 instead, never rounded to 16 bits on the way to the weight: the float32 sums of a
+    // product (ops/widened.h), or a float32 column sum (a bias's) as it is.
+    const graph::Node& maker = g.node(of.node);
+    if (maker.op == "cast" && g.type(maker.inputs[0]).dtype == DType::F32 && graph::is_16bit(g.type(of).dtype))
+      d = ops::widened(g, d, DType::F32);
+    else
+      d = ops::cast(g, d, g.type(of).dtype);
     auto [it, inserted] = grad.emplace(of, d);
     if (!inserted) it->second = ops::add(g, it->second, d);
   };

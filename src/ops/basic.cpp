@@ -1,7 +1,6 @@
 // Sources and trivial ops: placeholders, variables, constants, scaling and casts; shape helpers.
 #include "ops/layout_rules.h"
 #include "ops/ops.h"
-#include "ops/widened.h"
 #include "tandem/errors.h"
 
 namespace tandem::ops {
@@ -59,9 +58,9 @@ REGISTER_OP(
       return one({in[0].shape, static_cast<DType>(a.i("dtype"))});
     },
     .grad = [](GradContext& c) {
-      // A float32 weight's 16-bit copy: its gradient comes back to float32 (widened: from the
-      // product's float32 sums where a product made it).
-      if (is_float(c.input_type(0).dtype)) c.set(0, widened(c.g, c.dy(), c.input_type(0).dtype));
+      // Into the input's dtype; a float32 weight's 16-bit copy gets its gradient in float32
+      // already (autodiff widens it, ops/widened.h), so that cast is none.
+      if (is_float(c.input_type(0).dtype)) c.set(0, cast(c.g, c.dy(), c.input_type(0).dtype));
     }, .layout = elementwise());
 
 Value fill(Graph& g, const TensorType& t, double value) {

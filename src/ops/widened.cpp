@@ -28,8 +28,6 @@ Value widened(Graph& g, Value x, DType to) {
     attrs.set("output_dtype", static_cast<int64_t>(DType::F32));
     return g.add(made.op, made.inputs, attrs);
   }
-  // A float32 op's result cast to 16 bits for a 16-bit reader (a bias gradient's column sum).
-  if (made.op == "cast" && g.type(made.inputs[0]).dtype == DType::F32) return made.inputs[0];
   return cast(g, x, to);
 }
 

@@ -8,7 +8,7 @@ namespace tandem::ops {
 
 // x as dtype `to`. Where `to` is float32 and x is 16-bit, the rounding is undone where the graph
 // allows: a product that made x (matmul, conv2d_backprop_filter) keeps its float32 sums instead
-// (its output_dtype), and a float32 value only cast to 16 bits is taken as it was. Otherwise a cast.
+// (its output_dtype). Otherwise a cast.
 Value widened(Graph& g, Value x, DType to);
 
 // The output dtype of `op` whose 16-bit inputs have dtype `in`: the attr "output_dtype" where set
