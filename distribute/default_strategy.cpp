@@ -45,8 +45,8 @@ class DefaultStrategy : public Strategy {
   std::vector<std::string> devices() const override { return {device_}; }
   int micro_batches() const override { return static_cast<int>(options_.micro_batches); }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
-    return compile::lower(g, fetches, {.devices = {device_}, .micro_batches = micro_batches});
+  compile::LoweringOptions describe(const graph::Graph&, int micro_batches) const override {
+    return {.devices = {device_}, .micro_batches = micro_batches};
   }
 
  private:

@@ -13,8 +13,8 @@ namespace tandem::distribute {
 // Data parallel in the lowering's terms: every node on every device, the batch split by rows (the
 // first rows % k devices take one more), so the weights are replicated, gradients come out
 // partial and the pass sums them in bucketed all-reduces that overlap backward.
-compile::Plan lower_data_parallel(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches, const std::string& strategy,
-                                  const std::vector<std::string>& devices, std::size_t bucket_bytes, bool all_reduce_bf16) {
+compile::LoweringOptions data_parallel(int micro_batches, const std::string& strategy, const std::vector<std::string>& devices, std::size_t bucket_bytes,
+                                       bool all_reduce_bf16) {
   std::vector<int> all(devices.size());
   for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
   compile::LoweringOptions o;
@@ -26,7 +26,7 @@ compile::Plan lower_data_parallel(const graph::Graph& g, const std::vector<graph
   o.bucket_bytes = bucket_bytes;
   o.all_reduce_bf16 = all_reduce_bf16;
   o.micro_batches = micro_batches;
-  return compile::lower(g, fetches, o);
+  return o;
 }
 
 namespace {
@@ -43,8 +43,8 @@ class MirroredStrategy : public Strategy {
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
   int sync_every() const override { return static_cast<int>(options_.sync_every); }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
-    return lower_data_parallel(g, fetches, micro_batches, "Mirrored", devices_, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16);
+  compile::LoweringOptions describe(const graph::Graph&, int micro_batches) const override {
+    return data_parallel(micro_batches, "Mirrored", devices_, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16);
   }
 
  private:

@@ -32,7 +32,7 @@ class ModelSplitStrategy : public Strategy {
   std::vector<std::string> devices() const override { return devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
+  compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
     const std::map<std::string, int> device_of = place_layers(g);
     const int last = device_of.empty() ? 0 : device_of.at(parameter_bytes(g).back().layer);
     compile::LoweringOptions o;
@@ -43,7 +43,7 @@ class ModelSplitStrategy : public Strategy {
       return it == device_of.end() ? std::vector<int>{} : std::vector<int>{it->second};
     };
     o.micro_batches = micro_batches;
-    return compile::lower(g, fetches, o);
+    return o;
   }
 
   PlacementTable placement(const graph::Graph& g) const override {

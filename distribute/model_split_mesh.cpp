@@ -10,7 +10,6 @@
 #include <set>
 
 #include "compile/lower.h"
-#include "compile/nest.h"
 #include "comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
@@ -105,20 +104,20 @@ class ShardingStrategy : public Strategy {
   std::vector<std::string> devices() const override { return devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
+  compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
     warn_unmatched(g);
-    if (rows_ == 1) return compile::lower(g, fetches, options(devices_, split_rows_, true, micro_batches));
+    if (rows_ == 1) return options(devices_, split_rows_, true, micro_batches);
     // The batch axis first, data parallel over the rows of the mesh; then each row's program
     // over the row's devices, its weights split.
     std::vector<std::string> row_names;
     for (int64_t i = 0; i < rows_; ++i) row_names.push_back("row:" + std::to_string(i));
     const auto m = static_cast<int64_t>(devices_.size()) / rows_;
     compile::LoweringOptions over_rows = options(row_names, true, false, micro_batches);
-    over_rows.final_programs = false;  // lowered again below: fused and planned only then
-    return compile::nest(compile::lower(g, fetches, over_rows), [&](const compile::Program& row, int i) {
+    over_rows.within = [this, m, micro_batches](int i) {
       const std::vector<std::string> devices(devices_.begin() + i * m, devices_.begin() + (i + 1) * m);
-      return compile::lower(row.graph, row.fetches, options(devices, false, true, micro_batches));
-    });
+      return options(devices, false, true, micro_batches);
+    };
+    return over_rows;
   }
 
   PlacementTable placement(const graph::Graph& g) const override {

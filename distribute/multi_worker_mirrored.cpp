@@ -16,26 +16,6 @@
 namespace tandem::distribute {
 
 namespace {
-// The programs of replicas [first, first + count) of a plan lowered for every worker's devices,
-// with their ranks; a fetch keeps its layout over all of them and notes where each kept one is.
-compile::Plan keep_programs(compile::Plan all, int first, int count) {
-  compile::Plan mine;
-  for (int p = first; p < first + count; ++p) {
-    mine.programs.push_back(std::move(all.programs[static_cast<std::size_t>(p)]));
-    mine.schedule.push_back(std::move(all.schedule[static_cast<std::size_t>(p)]));
-  }
-  for (const compile::FetchSite& site : all.fetches) {
-    compile::FetchSite kept{site.layout, {}, {}};
-    for (std::size_t i = 0; i < site.programs.size(); ++i)
-      if (site.programs[i] >= first && site.programs[i] < first + count) {
-        kept.programs.push_back(site.programs[i] - first);
-        kept.places.push_back(site.place(i));
-      }
-    mine.fetches.push_back(std::move(kept));
-  }
-  return mine;
-}
-
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
   MultiWorkerMirroredStrategy(const std::vector<std::string>& local_devices, MultiWorkerMirroredOptions o)
@@ -62,13 +42,14 @@ class MultiWorkerMirroredStrategy : public Strategy {
   // The machine's cores are shared by its workers too.
   int threads_per_device() const override { return std::max(1, Strategy::threads_per_device() / comm::workers_on_this_machine()); }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
+  compile::LoweringOptions describe(const graph::Graph&, int micro_batches) const override {
     std::vector<std::string> all;
     for (int w = 0; w < me_.count; ++w) all.insert(all.end(), devices_.begin(), devices_.end());
-    const auto local = static_cast<int>(devices_.size());
-    return keep_programs(
-        lower_data_parallel(g, fetches, micro_batches, "MultiWorkerMirrored", all, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16),
-        me_.rank * local, local);
+    compile::LoweringOptions o =
+        data_parallel(micro_batches, "MultiWorkerMirrored", all, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16);
+    o.first_program = me_.rank * static_cast<int>(devices_.size());  // this worker's replicas
+    o.program_count = static_cast<int>(devices_.size());
+    return o;
   }
 
   void sum_over_workers(std::vector<double>& values) const override {

@@ -60,7 +60,7 @@ class PipelineStrategy : public Strategy {
                        std::to_string(rows) + " rows; choose a batch_size that is a multiple of it");
   }
 
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
+  compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
     const int stages = stages_, replicas = replicas_, chunks = chunks_, last = stages * chunks - 1;
     const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages * chunks, stages);
     auto chunk = [chunk_of, last](const graph::Node& n) {
@@ -98,7 +98,7 @@ class PipelineStrategy : public Strategy {
           };
         break;
     }
-    return compile::lower(g, fetches, o);
+    return o;
   }
 
   PlacementTable placement(const graph::Graph& g) const override {

@@ -1,5 +1,6 @@
-// A strategy chooses where the nodes of a step run and how its feeds lie over the devices; the
-// lowering pass (compile/lower.h) does the rest. It owns no kernels.
+// A strategy is a description: where the nodes of a step run, how its feeds and variables lie
+// over the devices, the micro-batch schedule (compile::LoweringOptions). The lowering pass
+// (compile/lower.h) turns it into programs; no strategy calls it. A strategy owns no kernels.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/lower.h"
 #include "compile/plan.h"
 #include "tandem/distribute.h"
 
@@ -30,10 +32,13 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::vector<std::string> devices() const = 0;
-  // Lowers the global graph of one step (one micro-batch of it: forward, loss, metrics, backward,
-  // updates) into one program per device that runs `micro_batches` of them per step. `fetches`
-  // are read after each step, where they live.
-  virtual compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches = 1) const = 0;
+  // How the global graph of one step (one micro-batch of it: forward, loss, metrics, backward,
+  // updates) becomes one program per device that runs `micro_batches` of them per step.
+  virtual compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const = 0;
+  // That description lowered: the plan, `fetches` read after each step where they live.
+  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches = 1) const {
+    return compile::lower(g, fetches, describe(g, micro_batches));
+  }
   // Micro-batches each batch is cut into (the model sums their gradients before the update).
   virtual int micro_batches() const { return 1; }
   // Refuses a training batch size the strategy cannot run (fit's batch_size).
@@ -64,10 +69,10 @@ class Strategy {
 // <across>; use <what>es of at least k rows".
 graph::Layout split_rows(const graph::Node& feed, int k, const std::string& strategy, const std::string& what, const std::string& across);
 
-// Data parallel lowering (Mirrored's): every node on every one of `devices`, the batch split by
-// rows, gradients summed in buckets that start while backward runs.
-compile::Plan lower_data_parallel(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches, const std::string& strategy,
-                                  const std::vector<std::string>& devices, std::size_t bucket_bytes, bool all_reduce_bf16);
+// Data parallelism (Mirrored's): every node on every one of `devices`, the batch split by rows,
+// gradients summed in buckets that start while backward runs.
+compile::LoweringOptions data_parallel(int micro_batches, const std::string& strategy, const std::vector<std::string>& devices, std::size_t bucket_bytes,
+                                       bool all_reduce_bf16);
 
 // `devices` in canonical form ("cpu" -> "cpu:0"); an empty list or one naming a device twice is
 // a ValueError that names `strategy`.

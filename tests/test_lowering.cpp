@@ -283,6 +283,29 @@ TEST_CASE("lowering: Mirrored's step of a dense layer splits the rows and sums t
   CHECK(plan.programs[1].feeds.at("y").offset == 4);
 }
 
+// A node nothing reads (a gradient rule's leftover, such as the cast a widened weight gradient
+// bypasses) must not be lowered: one that needs a partial gradient whole would sum it over the
+// devices ahead of its bucket, and the bucket would then sum it again.
+TEST_CASE("lowering: an unread reader of a gradient is not lowered, and the gradient is summed once") {
+  const int64_t rows = 8;
+  auto w = std::make_shared<tandem::Variable>("dense/kernel", tandem::Tensor::from({4, 3}, std::span<const double>(random_values(12, 1))), true);
+  graph::Graph g;
+  const graph::Value kernel = g.variable({w->id(), w->path(), w->value().type(), true});
+  const graph::Value x = g.placeholder("x", {Shape{rows, 4}, DType::F64});
+  const graph::Value y = g.placeholder("y", {Shape{rows}, DType::I32});
+  const graph::Value loss = ops::scale(g, sum_all(g, ops::cross_entropy(g, ops::matmul(g, x, kernel), y, true, true)), 1.0 / rows);
+  const auto grads = tandem::autodiff::gradients(g, loss, {kernel});
+  ops::relu(g, grads[0]);  // needs the gradient whole; nothing reads it
+  tandem::optimizers::SGD(0.1)->emit_updates(g, {w}, grads);
+  const compile::Plan plan = tandem::distribute::Mirrored(cpus(2))->lower(g, {loss});
+  for (const compile::Program& p : plan.programs) {
+    std::map<std::string, int> ops_seen;
+    for (int i = 0; i < p.graph.size(); ++i) ++ops_seen[p.graph.node(i).op];
+    CHECK(ops_seen["relu"] == 0);
+    CHECK(ops_seen["all_reduce_start"] == 1);  // the bucket, and no sum of its own for the unread reader
+  }
+}
+
 namespace {
 // One SGD step of a two-layer network on `rows` rows, as the graph of one of `micro_batches`
 // micro-batches: its loss is scaled by the whole batch and its gradients summed over the

@@ -471,18 +471,22 @@ std::unique_ptr<tandem::Model> biased_mlp() {
 }
 const dist::LayoutMap kBiasedMegatron = {{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}}};
 
-// A strategy that lowers as `inner` does and keeps the plans it returns.
+// A strategy that describes as `inner` does and keeps each graph with its description; plan()
+// lowers them again, as the model's step did.
 class Recording : public dist::Strategy {
  public:
   explicit Recording(dist::StrategyPtr inner) : inner_(std::move(inner)) {}
   std::vector<std::string> devices() const override { return inner_->devices(); }
-  tandem::compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches) const override {
-    plans.push_back(inner_->lower(g, fetches, micro_batches));
-    return plans.back();
+  tandem::compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
+    graphs.push_back(g);
+    descriptions.push_back(inner_->describe(g, micro_batches));
+    return descriptions.back();
   }
   using CommunicatorPtr = decltype(std::declval<const dist::Strategy&>().communicator());
   CommunicatorPtr communicator() const override { return inner_->communicator(); }
-  mutable std::vector<tandem::compile::Plan> plans;
+  tandem::compile::Plan plan(std::size_t i) const { return tandem::compile::lower(graphs.at(i), {}, descriptions.at(i)); }
+  mutable std::vector<graph::Graph> graphs;
+  mutable std::vector<tandem::compile::LoweringOptions> descriptions;
 
  private:
   dist::StrategyPtr inner_;
@@ -535,8 +539,8 @@ TEST_CASE("model split sharding: Dense layers with biases on a 2×2 mesh (batch 
   auto run = [](dist::StrategyPtr s) {
     auto recording = std::make_shared<Recording>(std::move(s));
     const auto weights = five_steps(biased_mlp, recording);
-    REQUIRE(recording->plans.size() == 1);  // the training step, lowered once
-    return std::pair{weights, recording->plans[0]};
+    REQUIRE(recording->graphs.size() == 1);  // the training step, lowered once
+    return std::pair{weights, recording->plan(0)};
   };
   const auto [reference, default_plan] = run(dist::Default());
   REQUIRE(default_plan.programs.size() == 1);

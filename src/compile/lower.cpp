@@ -10,6 +10,7 @@
 #include <set>
 
 #include "compile/boxing.h"
+#include "compile/nest.h"
 #include "graph/op_registry.h"
 #include "tandem/errors.h"
 
@@ -373,6 +374,12 @@ class Lowering {
       std::vector<Value> fetches;
       for (const Located& loc : fetched_) fetches.push_back(loc.on(d));
       Program p;
+      const bool kept = o_.program_count < 0 || (d >= o_.first_program && d < o_.first_program + o_.program_count);
+      if (!kept) {  // another process's: lowered for its communication, never run here
+        plan.programs.emplace_back();
+        plan.schedule.emplace_back();
+        continue;
+      }
       if (o_.final_programs) {
         p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches, o_.in_flight ? o_.in_flight(d) : 1);
       } else {
@@ -418,8 +425,43 @@ class Lowering {
 };
 }  // namespace
 
+namespace {
+// Programs [first, first + count) of `all`, with their schedules; a fetch keeps its layout over
+// every program and notes where each kept one is.
+Plan keep_programs(Plan all, int first, int count) {
+  if (first < 0 || count < 0 || first + count > static_cast<int>(all.programs.size()))
+    throw Error("internal: keeping programs " + std::to_string(first) + ".." + std::to_string(first + count - 1) + " of " +
+                std::to_string(all.programs.size()));
+  Plan mine;
+  for (int p = first; p < first + count; ++p) {
+    mine.programs.push_back(std::move(all.programs[at(p)]));
+    mine.schedule.push_back(std::move(all.schedule[at(p)]));
+  }
+  for (const FetchSite& site : all.fetches) {
+    FetchSite kept{site.layout, {}, {}};
+    for (std::size_t i = 0; i < site.programs.size(); ++i)
+      if (site.programs[i] >= first && site.programs[i] < first + count) {
+        kept.programs.push_back(site.programs[i] - first);
+        kept.places.push_back(site.place(i));
+      }
+    mine.fetches.push_back(std::move(kept));
+  }
+  return mine;
+}
+}  // namespace
+
 Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options) {
-  return Lowering(g, fetches, options).run();
+  Plan plan;
+  if (options.within) {
+    LoweringOptions rows = options;
+    rows.within = nullptr, rows.first_program = 0, rows.program_count = -1;
+    rows.final_programs = false;  // lowered again below: fused and planned only then
+    plan = nest(Lowering(g, fetches, rows).run(), [&](const Program& row, int i) { return lower(row.graph, row.fetches, options.within(i)); });
+  } else {
+    plan = Lowering(g, fetches, options).run();  // only the kept programs are made
+  }
+  if (options.program_count < 0) return plan;
+  return keep_programs(std::move(plan), options.first_program, options.program_count);
 }
 
 }  // namespace tandem::compile

@@ -42,8 +42,21 @@ struct LoweringOptions {
   // needs (a fused op has none: it would run whole on every device), so fusion and planning
   // happen once, on the last lowering's programs.
   bool final_programs = true;
+  // A second mesh axis: each program of this lowering (one row of the mesh: a block of the batch,
+  // say) is lowered again over that row's devices with within(row)'s options (compile/nest.h),
+  // and only those programs are fused and planned. Empty: one axis.
+  std::function<LoweringOptions(int row)> within;
+  // The programs this process runs, for a strategy over the devices of several processes:
+  // [first_program, first_program + program_count) of the plan's programs (of the whole mesh's,
+  // with `within`); -1: all. The others are lowered (the communication is numbered over all of
+  // them) but not made; the plan's programs and fetch sites count the kept ones from 0, and
+  // each fetch site says its programs' places among all of them.
+  int first_program = 0;
+  int program_count = -1;
 };
 
+// A strategy is a description of its lowering: these options (distribute/strategy.h). This is
+// the only entry to the lowering pass.
 Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options);
 
 }  // namespace tandem::compile

@@ -276,7 +276,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
   }
 
   g.autocast = false;  // the lowering's own nodes keep the dtypes the step gave their values
-  auto plan = std::make_shared<compile::Plan>(strategy->lower(g, fetches, static_cast<int>(micro_batches)));
+  auto plan = std::make_shared<compile::Plan>(compile::lower(g, fetches, strategy->describe(g, static_cast<int>(micro_batches))));
   host_view();  // new homes are filled from the host tensors
   const auto vars = variables_by_id();  // bind time only
   std::vector<backend::Device*> devices;
