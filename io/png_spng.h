@@ -1,6 +1,8 @@
 // PNG decoding through libspng for the images where it gives, bit for bit, what libpng's
-// simplified API gives (io/image_file.cpp's decoder for every other PNG): about twice as fast for a
-// small image, and straight into the channel layout asked for.
+// simplified API gives (io/image_file.cpp's decoder for every other PNG): straight into the
+// channel layout asked for (a gray image stays one channel), where libpng's simplified API would
+// expand it to RGBA first. For a 28x28 gray image that is 10 µs instead of 12 (zlib's inflate is
+// most of both).
 #pragma once
 
 #include <cstdint>
