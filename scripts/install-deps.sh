@@ -3,7 +3,7 @@
 # Pass --bench to also install what the benchmarks compare against (PyTorch, on OpenBLAS: with the
 # reference BLAS alone Debian's PyTorch runs about 20x slower).
 set -euo pipefail
-packages=(cmake g++ make libeigen3-dev doctest-dev nlohmann-json3-dev zlib1g-dev libhdf5-dev libzip-dev libpng-dev libjpeg-dev libarchive-dev libopenblas-pthread-dev libdnnl-dev libopenmpi-dev openmpi-bin graphviz dataset-fashion-mnist fortunes)
+packages=(cmake g++ make libeigen3-dev doctest-dev nlohmann-json3-dev zlib1g-dev libhdf5-dev libzip-dev libpng-dev libspng-dev libjpeg-dev libarchive-dev libopenblas-pthread-dev libdnnl-dev libopenmpi-dev openmpi-bin graphviz dataset-fashion-mnist fortunes)
 if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy libopenblas0-pthread); fi
 missing=()
 for p in "${packages[@]}"; do

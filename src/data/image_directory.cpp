@@ -16,9 +16,11 @@ Dataset load(const std::vector<data::ImageFile>& files, std::size_t begin, std::
   Tensor y = one_hot ? Tensor(Shape{rows, static_cast<int64_t>(classes)}, DType::F32) : Tensor(Shape{rows}, DType::I32);
   const int64_t image_values = o.image_height * o.image_width * channels;
   const std::size_t label_bytes = y.bytes() / static_cast<std::size_t>(rows);
+  io::ImagePixels image;
   for (std::size_t i = begin; i < end; ++i) {
     const auto r = static_cast<int64_t>(i - begin);
-    data::image_to_row(io::decode_image(files[i].path), channels, o.image_height, o.image_width, x.data<float>() + r * image_values);
+    io::decode_image(files[i].path, channels, image);
+    data::image_to_row(image, o.image_height, o.image_width, x.data<float>() + r * image_values);
     data::write_label(files[i].label, one_hot, classes, static_cast<std::byte*>(y.raw()) + static_cast<std::size_t>(r) * label_bytes);
   }
   return Dataset(std::move(x), std::move(y));

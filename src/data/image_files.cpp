@@ -43,20 +43,10 @@ void shuffle_files(std::vector<ImageFile>& files, uint64_t seed) {
   for (std::size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[static_cast<std::size_t>(gen() % i)]);
 }
 
-// One image's pixels in `channels` channels as floats, written to `out` (height x width x
-// channels): RGB keeps the stored values, alpha is dropped (as TensorFlow's decoder does) or kept,
-// grayscale is PIL's integer luma.
-void to_channels(const io::DecodedImage& image, int64_t channels, float* out) {
-  const int64_t n = image.height * image.width;
-  for (int64_t p = 0; p < n; ++p) {
-    const uint8_t* px = &image.rgba[static_cast<std::size_t>(p * 4)];
-    float* dst = out + p * channels;
-    if (channels == 1) {
-      dst[0] = static_cast<float>((px[0] * 19595u + px[1] * 38470u + px[2] * 7471u + 0x8000u) >> 16);
-    } else {
-      for (int64_t c = 0; c < channels; ++c) dst[c] = px[c];
-    }
-  }
+// An image's 8-bit values as floats, written to `out`.
+void to_floats(const io::ImagePixels& image, float* out) {
+  const uint8_t* in = image.values.data();
+  for (std::size_t i = 0, n = image.values.size(); i < n; ++i) out[i] = in[i];
 }
 
 // tf.image.resize's bilinear sampling (half-pixel centres, antialias off): output index i reads
@@ -129,13 +119,13 @@ ImageListing list_image_directory(const std::string& directory, const datasets::
   return result;
 }
 
-void image_to_row(const io::DecodedImage& image, int64_t channels, int64_t height, int64_t width, float* out) {
+void image_to_row(const io::ImagePixels& image, int64_t height, int64_t width, float* out) {
   // Resizing to the image's own size samples every pixel at its centre with weight 1 (the
   // neighbour's weight is 0), so it is the identity, bit for bit: skip it.
-  if (image.height == height && image.width == width) return to_channels(image, channels, out);
-  std::vector<float> pixels(static_cast<std::size_t>(image.height * image.width * channels));
-  to_channels(image, channels, pixels.data());
-  resize_into(pixels.data(), image.height, image.width, channels, height, width, out);
+  if (image.height == height && image.width == width) return to_floats(image, out);
+  std::vector<float> pixels(image.values.size());
+  to_floats(image, pixels.data());
+  resize_into(pixels.data(), image.height, image.width, image.channels, height, width, out);
 }
 
 void resize_row(const float* in, int64_t in_h, int64_t in_w, int64_t channels, int64_t out_h, int64_t out_w, float* out) {

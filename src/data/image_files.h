@@ -34,9 +34,9 @@ ImageListing list_image_directory(const std::string& directory, const datasets::
 // The channel count of a color mode ("rgb" 3, "grayscale" 1, "rgba" 4); ValueError naming `who`.
 int64_t channels_of(const std::string& color_mode, const std::string& who);
 
-// One decoded image as `channels` channels, resized to height × width, into `out`
-// (height · width · channels floats, values 0..255).
-void image_to_row(const io::DecodedImage& image, int64_t channels, int64_t height, int64_t width, float* out);
+// One decoded image (io::decode_image with the dataset's channels) resized to height × width, into
+// `out` (height · width · channels floats, values 0..255).
+void image_to_row(const io::ImagePixels& image, int64_t height, int64_t width, float* out);
 
 // Resizes an image of floats (in_h × in_w × channels) to out_h × out_w with the same bilinear
 // sampling, into `out`.

@@ -25,13 +25,13 @@ class ImageFolderSource final : public Source {
   void read(int64_t index, std::span<std::byte* const> out) const override {
     data::check_read(*this, index, out.size(), 2);
     const data::ImageFile& file = files_[static_cast<std::size_t>(index)];
-    io::DecodedImage image;
+    thread_local io::ImagePixels image;  // each decoding thread reuses its pixel buffer
     try {
-      image = io::decode_image(file.path);
+      io::decode_image(file.path, channels_, image);
     } catch (const Error& e) {
       throw DataError(file.path, describe() + ": " + e.what());
     }
-    data::image_to_row(image, channels_, o_.image_height, o_.image_width, reinterpret_cast<float*>(out[0]));
+    data::image_to_row(image, o_.image_height, o_.image_width, reinterpret_cast<float*>(out[0]));
     data::write_label(file.label, one_hot(), classes_, out[1]);
   }
 

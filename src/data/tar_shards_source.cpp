@@ -78,7 +78,7 @@ class TarShardsSource final : public Source {
     const Sample& s = samples_[static_cast<std::size_t>(index)];
     const std::string& shard = shards_[s.shard];
     int32_t label = 0;
-    io::DecodedImage image;
+    thread_local io::ImagePixels image;  // each decoding thread reuses its pixel buffer
     std::optional<io::RangeReader> file;
     try {
       file.emplace(shard);
@@ -92,11 +92,11 @@ class TarShardsSource final : public Source {
       throw DataError(shard, member_text(shard, s.y.name) + ": " + e.what());
     }
     try {
-      image = io::decode_image_bytes(s.x.name, file->read(s.x.offset, s.x.size, "member \"" + s.x.name + "\""));
+      io::decode_image_bytes(s.x.name, file->read(s.x.offset, s.x.size, "member \"" + s.x.name + "\""), channels_, image);
     } catch (const Error& e) {
       throw DataError(shard, member_text(shard, s.x.name) + ": " + e.what());
     }
-    data::image_to_row(image, channels_, o_.image_height, o_.image_width, reinterpret_cast<float*>(out[0]));
+    data::image_to_row(image, o_.image_height, o_.image_width, reinterpret_cast<float*>(out[0]));
     data::write_label(label, o_.label_mode == "categorical", static_cast<std::size_t>(o_.num_classes), out[1]);
   }
 
