@@ -58,9 +58,11 @@ class ModelSplitStrategy : public Strategy {
     auto share = [total](double bytes) { return percent(total > 0 ? bytes / total : 0); };
     PlacementTable t{"ModelSplit: layers on " + std::to_string(devices_.size()) + " devices", {"Layer", "Device", "Parameter bytes", "Share"},
                      {false, false, true, true}, {}, {}};
-    for (const LayerCost& l : layers)
-      t.rows.push_back({l.layer, devices_[static_cast<std::size_t>(device_of.at(l.layer))], std::to_string(static_cast<int64_t>(l.cost)),
-                        share(l.cost)});
+    for (const LayerCost& l : layers) {
+      const std::string& device = devices_[static_cast<std::size_t>(device_of.at(l.layer))];
+      t.rows.push_back({l.layer, device, std::to_string(static_cast<int64_t>(l.cost)), share(l.cost)});
+      t.layers.push_back({l.layer, -1, -1, {device}});
+    }
     for (std::size_t d = 0; d < devices_.size(); ++d)
       t.notes.push_back(devices_[d] + ": " + std::to_string(static_cast<int64_t>(per_device[d])) + " parameter bytes (" + share(per_device[d]) +
                         ")");

@@ -116,9 +116,12 @@ class PipelineStrategy : public Strategy {
     for (const LayerCost& c : costs) {
       const int chunk = chunk_of.at(c.layer), stage = chunk % stages_;
       stage_flops[static_cast<std::size_t>(stage)] += c.cost;
+      LayerPlace place{c.layer, stage, chunks_ > 1 ? chunk : -1, {}};
+      for (int d : group_of(chunk)) place.devices.push_back(devices_[static_cast<std::size_t>(d)]);
       std::string where = std::to_string(stage);
       if (chunks_ > 1) where += " (" + std::to_string(chunk) + ")";
       t.rows.push_back({c.layer, where, device_names(chunk), share(c.cost)});
+      t.layers.push_back(std::move(place));
     }
     for (int s = 0; s < stages_; ++s) {
       std::string line = "Stage " + std::to_string(s) + " on " + device_names(s) + ": ";

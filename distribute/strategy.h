@@ -18,14 +18,25 @@ class Communicator;
 
 namespace tandem::distribute {
 
+// Where one layer runs: its pipeline stage (and chunk, where stages are interleaved), and its
+// devices.
+struct LayerPlace {
+  std::string layer;
+  int stage = -1;  // -1: not a pipeline's
+  int chunk = -1;  // -1: one chunk per stage
+  std::vector<std::string> devices;
+};
+
 // What summary() prints below Keras's table for a strategy that places layers: a table of its
-// own and lines of notes under it.
+// own and lines of notes under it; and the placement itself, as data, which the table's rows
+// show and plot_model colours by.
 struct PlacementTable {
   std::string title;
   std::vector<std::string> header;
   std::vector<bool> right;  // right-aligned columns
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> notes;
+  std::vector<LayerPlace> layers;  // empty where every layer runs everywhere
 };
 
 class Strategy {

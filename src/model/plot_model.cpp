@@ -53,33 +53,37 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-// Where each layer runs, read from the table summary() prints below Keras's, whose first column
-// names layers: Pipeline's "Stage" (or "Stage (chunk)") and "Devices" columns, ModelSplit's
-// "Device". A table of weights (ModelSplit over a mesh) places every layer everywhere: no colours.
+// Where each layer runs: the strategy's placement (what summary() prints below Keras's table), a
+// group per stage and set of devices. A strategy that runs every layer everywhere (Mirrored,
+// ModelSplit over a mesh) places none: no colours.
 struct Placement {
   std::string title;                            // the strategy's line: "Pipeline: 2 stages, GPipe"
-  std::vector<std::string> groups;              // "stage 0 · cpu:0", in the table's order
+  std::vector<std::string> groups;              // "stage 0 · cpu:0", in the placement's order
   std::map<std::string, std::size_t> group_of;  // layer name -> index into groups
 };
+
+std::string group_name(const distribute::LayerPlace& place) {
+  std::string name;
+  if (place.stage >= 0) {
+    name = "stage " + std::to_string(place.stage);
+    if (place.chunk >= 0) name += " (" + std::to_string(place.chunk) + ")";
+    name += " · ";
+  }
+  for (std::size_t d = 0; d < place.devices.size(); ++d) name += (d ? ", " : "") + place.devices[d];
+  return name;
+}
 
 Placement placement_of(const ModelImpl& m) {
   Placement p;
   if (!m.compiled || !m.strategy) return p;
   const distribute::PlacementTable t = m.strategy->placement(m.layer_graph(32));  // as summary() does
-  if (t.header.empty() || t.header[0] != "Layer") return p;
+  if (t.layers.empty()) return p;
   p.title = t.title;
-  for (const std::vector<std::string>& row : t.rows) {
-    std::string group;
-    for (std::size_t c = 1; c < t.header.size() && c < row.size(); ++c) {
-      const bool stage = t.header[c].starts_with("Stage"), device = t.header[c].starts_with("Device");
-      if (!stage && !device) continue;
-      if (!group.empty()) group += " · ";
-      if (stage) group += "stage ";
-      group += row[c];
-    }
+  for (const distribute::LayerPlace& place : t.layers) {
+    const std::string group = group_name(place);
     auto it = std::find(p.groups.begin(), p.groups.end(), group);
     if (it == p.groups.end()) it = p.groups.insert(p.groups.end(), group);
-    p.group_of[row[0]] = static_cast<std::size_t>(it - p.groups.begin());
+    p.group_of[place.layer] = static_cast<std::size_t>(it - p.groups.begin());
   }
   return p;
 }
