@@ -38,7 +38,7 @@ torch1=$("$PY" "$HERE/torch_input_pipeline.py" "$FOLDER" --threads 1 --json)
 torch2=$("$PY" "$HERE/torch_input_pipeline.py" "$FOLDER" --threads 2 --json)
 tandem1=$("$TANDEM_BIN" "$FOLDER" --size "$SIZE" --threads 1 --json)
 tandem2=$("$TANDEM_BIN" "$FOLDER" --size "$SIZE" --threads 2 --json)
-train=$("$TANDEM_BIN" "$FOLDER" --size "$SIZE" --mode train --json)
+train=$("$TANDEM_BIN" "$FOLDER" --size "$SIZE" --mode train --repeats 15 --json)  # short runs: 15 pairs for a steady median
 echo "load after the run: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 "$PY" - "$tandem1" "$tandem2" "$torch1" "$torch2" "$train" <<'PYEOF'
