@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <tuple>
 #include <utility>
 
 #include "backend/cpu/low_precision.h"
@@ -53,26 +52,6 @@ inline void convert_n(const float* x, Eigen::half* y, int64_t n) {
 
 inline constexpr int64_t kConvertChunk = 512;  // values per chunk: a few float32 chunks stay in L1
 
-namespace detail {
-template <class T, class F, class Inputs, std::size_t... I>
-void map_chunked(int64_t begin, int64_t end, T* y, const F& f, const Inputs& x, std::index_sequence<I...>) {
-  alignas(64) float wide[sizeof...(I)][kConvertChunk];
-  alignas(64) float result[kConvertChunk];
-  for (int64_t c = begin; c < end; c += kConvertChunk) {
-    const int64_t m = std::min(kConvertChunk, end - c);
-    (convert_n(std::get<I>(x) + c, wide[I], m), ...);
-    for (int64_t i = 0; i < m; ++i) result[i] = static_cast<float>(f(wide[I][i]...));
-    convert_n(result, y + c, m);
-  }
-}
-}  // namespace detail
-
-// y[i] = f(x[i]...) for i in [begin, end), f applied to float32 values (T is a 16-bit type).
-template <class T, class F, class... In>
-void map_chunked(int64_t begin, int64_t end, T* y, const F& f, const In*... x) {
-  detail::map_chunked(begin, end, y, f, std::make_tuple(x...), std::index_sequence_for<In...>{});
-}
-
 // For a kernel written over float32 arrays, `f(out, m, in...)` (out[0, m) from in[0, m)): on T =
 // float it runs on [begin, end) in place; on a 16-bit T on chunks widened into float32, each
 // result rounded once into y.
@@ -91,6 +70,15 @@ void map_float_blocks(int64_t begin, int64_t end, T* y, const F& f, const In*...
   } else {
     f(y + begin, end - begin, (x + begin)...);
   }
+}
+
+// y[i] = f(x[i]...) for i in [begin, end), f applied to float32 values (T is a 16-bit type).
+template <class T, class F, class... In>
+void map_chunked(int64_t begin, int64_t end, T* y, const F& f, const In*... x) {
+  static_assert(is_low_precision_v<T>);
+  map_float_blocks(begin, end, y, [&](float* __restrict out, int64_t m, const auto*... in) {
+    for (int64_t i = 0; i < m; ++i) out[i] = static_cast<float>(f(in[i]...));
+  }, x...);
 }
 
 }  // namespace tandem::backend::cpu
