@@ -66,22 +66,13 @@ class Lowering {
 
   // 0. What runs: the fetches, the nodes with side effects (updates, collectives) and what they
   // read, and every source (a feed or variable is fed or saved even where nothing reads it).
-  // Nothing else is placed or emitted: a node the gradient rules left unread (a cast a widened
-  // gradient bypasses) must not ask for a gradient's sum ahead of its bucket.
+  // Nothing else is placed or emitted: a node the gradient rules left unread must not ask for a
+  // gradient's sum ahead of its bucket (which would then sum it again).
   void find_live() {
-    live_.assign(at(g_.size()), false);
-    std::vector<int> stack;
-    for (Value f : fetches_) stack.push_back(f.node);
+    std::vector<int> sources;
     for (int id = 0; id < g_.size(); ++id)
-      if (g_.node(id).def->has_side_effects || is_source(g_.node(id))) stack.push_back(id);
-    while (!stack.empty()) {
-      const int id = stack.back();
-      stack.pop_back();
-      if (live_[at(id)]) continue;
-      live_[at(id)] = true;
-      for (Value in : g_.node(id).inputs) stack.push_back(in.node);
-      for (int a : g_.node(id).after) stack.push_back(a);
-    }
+      if (is_source(g_.node(id))) sources.push_back(id);
+    live_ = needed_nodes(g_, fetches_, sources);
   }
 
   // 1. Placement. The strategy places what it knows; a computation follows its first placed

@@ -9,10 +9,9 @@
 
 namespace tandem::compile {
 
-std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph::Value>& fetches) {
-  const auto n = static_cast<std::size_t>(g.size());
-  std::vector<bool> needed(n, false);
-  std::vector<int> stack;
+std::vector<bool> needed_nodes(const graph::Graph& g, const std::vector<graph::Value>& fetches, const std::vector<int>& also) {
+  std::vector<bool> needed(static_cast<std::size_t>(g.size()), false);
+  std::vector<int> stack = also;
   for (graph::Value v : fetches)
     if (v.valid()) stack.push_back(v.node);
   for (int i = 0; i < g.size(); ++i)
@@ -25,6 +24,12 @@ std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph:
     for (graph::Value in : g.node(id).inputs) stack.push_back(in.node);
     for (int a : g.node(id).after) stack.push_back(a);
   }
+  return needed;
+}
+
+std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph::Value>& fetches) {
+  const auto n = static_cast<std::size_t>(g.size());
+  const std::vector<bool> needed = needed_nodes(g, fetches);
 
   // A topological order that, among the nodes ready to run, picks eager nodes first (they start
   // communication), then the earliest phase, then creation order. Phases therefore stay grouped

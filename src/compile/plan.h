@@ -111,6 +111,9 @@ std::vector<Action> one_forward_one_backward(const Program& p, int warmup);
 // micro-batches, backwards walk them down; warm-up (stages − device − 1)·2 + (chunks − 1)·stages.
 std::vector<Action> interleaved_one_forward_one_backward(const Program& p, int stages, int device, int chunks);
 
+// The nodes a step runs: the fetches, the nodes with side effects (updates, collectives), the
+// nodes in `also`, and everything they read or come after.
+std::vector<bool> needed_nodes(const graph::Graph& g, const std::vector<graph::Value>& fetches, const std::vector<int>& also = {});
 // The nodes needed for `fetches` and every side-effecting node, ordered by (phase, creation).
 std::vector<int> execution_order(const graph::Graph& g, const std::vector<graph::Value>& fetches);
 // Cuts an execution order into one block per phase (and pipeline chunk).

@@ -44,7 +44,7 @@ int64_t grain(const ops::Window2D& w, int64_t units_per_image) {
 // Values of T as its compute type: the values themselves, or for the 16-bit types `n` of them
 // widened into `scratch` (16 at a time), so that the comparisons and sums below vectorise.
 template <class T>
-const compute_t<T>* widened(const T* values, int64_t n, compute_t<T>* scratch) {
+const compute_t<T>* in_compute_type(const T* values, int64_t n, compute_t<T>* scratch) {
   if constexpr (is_low_precision_v<T>) {
     convert_n(values, scratch, n);
     return scratch;
@@ -75,7 +75,7 @@ KernelFn make_max_pool(const KernelInit& k) {
           const Span s(w, oy, ox);
           for (int64_t iy = s.y0; iy < s.y1; ++iy)
             for (int64_t ix = s.x0; ix < s.x1; ++ix) {
-              const Acc* src = widened(img + (iy * w.w + ix) * w.c, w.c, scratch.data() + w.c);
+              const Acc* src = in_compute_type(img + (iy * w.w + ix) * w.c, w.c, scratch.data() + w.c);
               // std::max would drop a NaN in src and maxps one already in dst; this keeps both and
               // still vectorises (two compares and a blend).
               for (int64_t c = 0; c < w.c; ++c) dst[c] = (src[c] > dst[c] || src[c] != src[c]) ? src[c] : dst[c];
@@ -148,19 +148,19 @@ KernelFn make_max_pool_grad(const KernelInit& k) {
               Acc best[kBlock], row[kBlock], grad[kBlock];
               int64_t at[kBlock];
               const int64_t first = (s.y0 * w.w + s.x0) * w.c + c0;
-              const Acc* v = widened(img + first, cn, row);
+              const Acc* v = in_compute_type(img + first, cn, row);
               for (int64_t c = 0; c < cn; ++c) best[c] = v[c], at[c] = first + c;
               for (int64_t iy = s.y0; iy < s.y1; ++iy)
                 for (int64_t ix = s.x0; ix < s.x1; ++ix) {
                   const int64_t base = (iy * w.w + ix) * w.c + c0;
-                  v = widened(img + base, cn, row);
+                  v = in_compute_type(img + base, cn, row);
                   for (int64_t c = 0; c < cn; ++c) {
                     const bool better = v[c] > best[c] || v[c] != v[c];
                     best[c] = better ? v[c] : best[c];
                     at[c] = better ? base + c : at[c];
                   }
                 }
-              const Acc* gv = widened(g + c0, cn, grad);
+              const Acc* gv = in_compute_type(g + c0, cn, grad);
               for (int64_t c = 0; c < cn; ++c) dimg[at[c]] += relu ? ReluGrad{}(gv[c], best[c]) : gv[c];
             }
           }
