@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
+#include <map>
 #include <set>
 
 #include "plan_helpers.h"
@@ -49,7 +50,8 @@ TEST_CASE("tensor parallel 2-D: an MLP with biases on 2×2, 1×4 and 4×1 meshes
     auto optimizer = [adam] { return adam ? tandem::optimizers::Adam(1e-2) : tandem::optimizers::SGD(0.1, {.momentum = 0.9}); };
     const auto reference = five_steps(dist::Default(), optimizer());
     for (const auto& [rows, columns] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {1, 4}, {4, 1}}) {
-      INFO((adam ? "Adam, " : "SGD, ") << rows << " × " << columns);
+      const std::string mesh = std::string(adam ? "Adam, " : "SGD, ") + std::to_string(rows) + " × " + std::to_string(columns);
+      INFO(mesh);
       CHECK(max_relative_difference(five_steps(dist::TensorParallel2D(cpus(4), rows, columns), optimizer()), reference) <= 1e-5);
     }
   }
@@ -80,7 +82,7 @@ TEST_CASE("tensor parallel 2-D: on a 2×2 mesh each device holds a quarter of ea
   const std::map<std::string, tandem::Shape> blocks = {{"a/kernel", {20, 16}}, {"b/kernel", {32, 16}}, {"c/kernel", {16, 16}},
                                                        {"d/kernel", {32, 4}},  {"e/kernel", {4, 4}},   {"a/bias", {16}},
                                                        {"b/bias", {16}},       {"c/bias", {16}},       {"d/bias", {4}},
-                                                       {"e/bias", {4}},        {"optimizer/b/kernel/m", {32, 16}}};
+                                                       {"e/bias", {4}},        {"optimizer/b/kernel/momentum", {32, 16}}};
   for (int d = 0; d < 4; ++d) {
     const auto& p = plan.programs[static_cast<std::size_t>(d)];
     INFO("device " << d << " (" << p.device << ")");
