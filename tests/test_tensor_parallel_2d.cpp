@@ -149,3 +149,15 @@ TEST_CASE("tensor parallel 2-D: summary() prints each weight's split and block")
   CHECK(text.find("Each device holds " + std::to_string(4 * (336 + 528 + 272 + 132 + 20)) + " of the " + std::to_string(4 * 5076) +
                   " weight bytes") != std::string::npos);
 }
+
+TEST_CASE("tensor parallel 2-D: weights set on the host reach each device's blocks, and predictions equal Default's") {
+  tandem::set_random_seed(5);
+  auto reference = mlp();
+  reference->compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  auto split = mlp();
+  split->compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                  .strategy = dist::TensorParallel2D(cpus(4), 2, 2)});
+  split->set_weights(reference->get_weights());  // other values than its own initial ones
+  const tandem::Dataset data = blobs(24, 20, 4);
+  CHECK(max_relative_difference({split->predict(data.x())}, {reference->predict(data.x())}) <= 1e-6);
+}
