@@ -91,11 +91,11 @@ class TensorParallel2DStrategy : public Strategy {
       throw ValueError("TensorParallel2D: a mesh of " + shape() + " needs " + std::to_string(rows * columns) + " devices, got " +
                        std::to_string(devices_.size()));
     if (o.timeout_ms < 1) throw ValueError("TensorParallel2D: timeout_ms must be >= 1, got " + std::to_string(o.timeout_ms));
-    comm_ = comm::local_communicator(devices_);
-    comm_->set_timeout(std::chrono::milliseconds(o.timeout_ms));
+    comm_ = comm::devices_communicator(devices_, std::chrono::milliseconds(o.timeout_ms));
+    span_workers("TensorParallel2D", devices_);  // device (i, j) is program i·columns + j
   }
 
-  std::vector<std::string> devices() const override { return devices_; }
+  std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
   // Device (i, j) is devices[i·columns + j]. With both axes longer than 1, the rows' lowering
@@ -103,14 +103,19 @@ class TensorParallel2DStrategy : public Strategy {
   compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
     auto cuts = std::make_shared<const std::map<int, Cut>>(dense_cuts(g));
     check(g, *cuts);
-    if (mesh_[0] == 1 || mesh_[1] == 1) return over(devices_, mesh_[0] > 1 ? 0 : 1, cuts, micro_batches);
-    std::vector<std::string> row_names;
-    for (int64_t i = 0; i < mesh_[0]; ++i) row_names.push_back("row:" + std::to_string(i));
-    compile::LoweringOptions o = over(row_names, 0, cuts, micro_batches);
-    o.within = [this, cuts, micro_batches](int i) {
-      const auto first = devices_.begin() + i * mesh_[1];
-      return over({first, first + mesh_[1]}, 1, cuts, micro_batches);
-    };
+    compile::LoweringOptions o;
+    if (mesh_[0] == 1 || mesh_[1] == 1) {
+      o = over(devices_, mesh_[0] > 1 ? 0 : 1, cuts, micro_batches);
+    } else {
+      std::vector<std::string> row_names;
+      for (int64_t i = 0; i < mesh_[0]; ++i) row_names.push_back("row:" + std::to_string(i));
+      o = over(row_names, 0, cuts, micro_batches);
+      o.within = [this, cuts, micro_batches](int i) {
+        const auto first = devices_.begin() + i * mesh_[1];
+        return over({first, first + mesh_[1]}, 1, cuts, micro_batches);
+      };
+    }
+    keep_this_workers(o);  // the programs of this process's devices, where they span workers
     return o;
   }
 
