@@ -1,8 +1,8 @@
 // TensorParallel2D on virtual CPU devices: an MLP with biases trains to Default's weights on 2×2,
 // 1×4 and 4×1 meshes (SGD with momentum, Adam); from the lowered programs, each device holds its
 // blocks of the kernels, does a quarter of Default's matrix products, gathers no weight and
-// communicates only within its row or its column; bad meshes are errors; summary() prints the
-// splits.
+// communicates only within its row or its column; weights set on the host reach the blocks; bad
+// meshes are errors; summary() prints the splits and memory_per_device() counts the blocks.
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
@@ -131,9 +131,9 @@ TEST_CASE("tensor parallel 2-D: bad meshes and layers too narrow to split are er
                        tandem::ValueError);
 }
 
-TEST_CASE("tensor parallel 2-D: summary() prints each weight's split and block") {
+TEST_CASE("tensor parallel 2-D: summary() prints each weight's split and block, and each device's memory holds its blocks") {
   auto model = mlp();
-  model->compile({.optimizer = tandem::optimizers::SGD(0.1), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+  model->compile({.optimizer = tandem::optimizers::Adam(1e-3), .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                   .strategy = dist::TensorParallel2D(cpus(4), 2, 2)});
   const std::string text = model->summary_string();
   const std::string title = "TensorParallel2D: mesh 2 × 2 (row, col) over cpu:0, cpu:1, cpu:2, cpu:3";
@@ -146,8 +146,17 @@ TEST_CASE("tensor parallel 2-D: summary() prints each weight's split and block")
   CHECK(placement_row(text, title, "b/bias").find("(col,)") != std::string::npos);
   CHECK(placement_row(text, title, "e/bias").find("whole") != std::string::npos);
   // a 20·16 + 16, b 32·16 + 16, c 16·16 + 16, d 32·4 + 4, e 4·4 + 4 floats of the 5,076.
-  CHECK(text.find("Each device holds " + std::to_string(4 * (336 + 528 + 272 + 132 + 20)) + " of the " + std::to_string(4 * 5076) +
-                  " weight bytes") != std::string::npos);
+  const std::size_t block_bytes = 4 * (336 + 528 + 272 + 132 + 20);
+  CHECK(text.find("Each device holds " + std::to_string(block_bytes) + " of the " + std::to_string(4 * 5076) + " weight bytes") !=
+        std::string::npos);
+  model->fit(blobs(32, 20, 4), {.epochs = 1, .batch_size = 16, .verbose = 0});
+  const auto memory = model->memory_per_device();
+  REQUIRE(memory.size() == 4);
+  for (const auto& m : memory) {
+    INFO(m.device);
+    CHECK(m.weights == block_bytes);
+    CHECK(m.optimizer_state == 8 + 4 + 2 * block_bytes);  // the iteration, the learning rate, Adam's two slots per block
+  }
 }
 
 TEST_CASE("tensor parallel 2-D: weights set on the host reach each device's blocks, and predictions equal Default's") {
