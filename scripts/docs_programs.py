@@ -13,6 +13,14 @@ in the rendered page) on the line just before the block's opening fence:
     <!-- docs-test: compile-only (trains on Fashion-MNIST for minutes) -->
     ```cpp
 
+A fragment may quote the code instead: marked as an excerpt of a file of the repository,
+
+    <!-- docs-test: excerpt of distribute/tensor_parallel_2d.cpp -->
+    ```cpp
+
+its lines must appear in that file, in order and each run of them contiguous; a line `// ...`
+stands for lines left out. The test docs_excerpts_match_sources checks every such block.
+
 A program that reads Fashion-MNIST (`datasets::fashion_mnist`) or names a GPU device ("gpu:...")
 must carry the marker: a test cannot download data, train for minutes or expect a GPU, and the
 extraction stops with an error naming the block otherwise.
@@ -24,6 +32,7 @@ Commands:
                         no longer matches what was extracted (run cmake again)
   compile BUILD TARGET WHERE   build one program's target; on failure say which block it is
   run WHERE EXE DIR     run one program in a fresh DIR; on failure say which block it is
+  excerpts ROOT         check that every block marked as an excerpt is in the file it names
 """
 import os
 import re
@@ -34,13 +43,16 @@ from pathlib import Path
 
 MAIN = re.compile(r"\bint\s+main\s*\(")
 MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*compile-only\b.*-->\s*$")
+EXCERPT = re.compile(r"^\s*<!--\s*docs-test:\s*excerpt of\s+(\S+)\s*-->\s*$")
+ELISION = "// ..."
 NEEDS_MARKER = [(re.compile(r"\bfashion_mnist\s*\("), "reads Fashion-MNIST"),
                 (re.compile(r"\"gpu:"), "names a GPU device")]
 
 
 class Block:
-    def __init__(self, doc, line, text, compile_only):
+    def __init__(self, doc, line, text, compile_only, source=None):
         self.doc, self.line, self.text, self.compile_only = doc, line, text, compile_only
+        self.source = source  # the file this block is an excerpt of, if it is marked so
 
     @property
     def where(self):
@@ -62,13 +74,14 @@ def blocks(root, path):
         if opening.strip() == "```cpp":
             indent = len(opening) - len(opening.lstrip())
             marked = i > 0 and bool(MARKER.match(lines[i - 1]))
+            excerpt = EXCERPT.match(lines[i - 1]) if i > 0 else None
             start, i = i + 1, i + 1
             while i < len(lines) and lines[i].strip() != "```":
                 i += 1
             if i == len(lines):
                 sys.exit(f"{rel}:{start}: a ```cpp block is never closed")
             body = [l[indent:] if l[:indent].strip() == "" else l for l in lines[start:i]]
-            found.append(Block(rel, start + 1, "\n".join(body) + "\n", marked))
+            found.append(Block(rel, start + 1, "\n".join(body) + "\n", marked, excerpt.group(1) if excerpt else None))
         i += 1
     return found
 
@@ -181,6 +194,52 @@ def run_one(where, exe, directory):
     print(f"{where}: ran")
 
 
+def runs_of(text):
+    """The contiguous runs of lines of an excerpt, split at its `// ...` lines (blank edges dropped)."""
+    runs, run = [], []
+    for line in text.splitlines():
+        if line.strip() == ELISION:
+            runs.append(run)
+            run = []
+        else:
+            run.append(line.rstrip())
+    runs.append(run)
+    trimmed = []
+    for r in runs:
+        while r and not r[0].strip():
+            r = r[1:]
+        while r and not r[-1].strip():
+            r = r[:-1]
+        if r:
+            trimmed.append(r)
+    return trimmed
+
+
+def excerpts(root):
+    failures, checked = [], 0
+    for path in docs(root):
+        for b in blocks(root, path):
+            if not b.source:
+                continue
+            checked += 1
+            source = root / b.source
+            if not source.is_file():
+                failures.append(f"{b.where}: the excerpt names {b.source}, which does not exist")
+                continue
+            lines = [l.rstrip() for l in source.read_text(encoding="utf-8").splitlines()]
+            at = 0
+            for run in runs_of(b.text):
+                found = next((i for i in range(at, len(lines) - len(run) + 1) if lines[i:i + len(run)] == run), None)
+                if found is None:
+                    failures.append(f"{b.where}: these lines of the excerpt are not in {b.source} (after line {at}):\n  "
+                                    + "\n  ".join(run))
+                    break
+                at = found + len(run)
+    if failures:
+        sys.exit("\n".join(failures))
+    print(f"{checked} excerpt(s) match their sources")
+
+
 def main(argv):
     if len(argv) >= 3 and argv[0] in ("extract", "summary"):
         root, out = Path(argv[1]).resolve(), Path(argv[2])
@@ -189,6 +248,8 @@ def main(argv):
         compile_one(*argv[1:])
     elif len(argv) == 4 and argv[0] == "run":
         run_one(*argv[1:])
+    elif len(argv) == 2 and argv[0] == "excerpts":
+        excerpts(Path(argv[1]).resolve())
     else:
         sys.exit(__doc__)
 

@@ -14,6 +14,8 @@
 //                first two Dense layers: the model axis within a worker, or across workers
 //     model      ModelSplit over a mesh of one "model" axis over every device: each weight's
 //                blocks on different workers
+//     tp2d       TensorParallel2D over a 2 × (workers·L/2) mesh: each Dense kernel in blocks over
+//                both axes (blocks of blocks), the mesh's rows on different workers
 //   multiworker_child compare A B TOLERANCE      exit 0 when every number of B is within
 //                                                TOLERANCE·max|A| of A's, else print and exit 1
 //
@@ -125,6 +127,7 @@ tandem::distribute::StrategyPtr spread(const std::string& kind, int local) {
   if (kind == "split") return dist::ModelSplit(all);
   if (kind == "mesh") return dist::ModelSplit(dist::DeviceMesh{{2, n / 2}, {"batch", "model"}, all}, megatron);
   if (kind == "model") return dist::ModelSplit(dist::DeviceMesh{{n}, {"model"}, all}, megatron);
+  if (kind == "tp2d") return dist::TensorParallel2D(all, 2, n / 2);
   throw std::invalid_argument("unknown kind " + kind);
 }
 

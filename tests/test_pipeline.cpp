@@ -176,8 +176,10 @@ TEST_CASE("pipeline: stages split over model-split devices (data × pipeline × 
       const auto& v = *std::find_if(vars.begin(), vars.end(), [id](const graph::VariableInfo& info) { return info.id == id; });
       ++kernels;
       CHECK(v.path.starts_with(d < 2 ? "dense/" : "dense_2/") != v.path.starts_with(d < 2 ? "dense_1/" : "dense_3/"));
-      CHECK(shard.extent * 2 == v.type.shape[shard.axis]);
-      CHECK(shard.offset == (d % 2) * shard.extent);
+      REQUIRE(shard.cuts.size() == 1);  // one axis of the kernel, over the stage's 2 devices
+      const auto& cut = shard.cuts[0];
+      CHECK(cut.extent * 2 == v.type.shape[cut.axis]);
+      CHECK(cut.offset == (d % 2) * cut.extent);
     }
     CHECK(kernels == 2);  // its stage's two kernels
   }

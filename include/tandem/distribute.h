@@ -155,4 +155,19 @@ struct ShardingOptions {
 // must change (a column-split Dense feeding a row-split Dense needs one all-reduce, after both).
 StrategyPtr ModelSplit(const DeviceMesh& mesh, const LayoutMap& layout_map, const ShardingOptions& options = {});
 
+struct TensorParallel2DOptions {
+  int64_t timeout_ms = 60000;  // a collective that waits longer raises an error
+};
+
+// Tensor parallelism for Dense layers over a mesh of `rows` × `columns` devices (device (i, j) is
+// devices[i·columns + j]): every layer runs on every device on the whole batch, and each Dense
+// kernel (in, out) is cut into rows·columns blocks — its input features over one mesh axis and its
+// units over the other, the axes taking turns from layer to layer (the first layer's units over
+// both); biases and optimizer slots are split with their kernels, other weights whole. Each device
+// holds its blocks and does its share of every Dense product; the activations' layouts follow from
+// the ops, with collectives within a row or a column where they must change
+// (docs/writing-a-strategy.md builds it step by step).
+StrategyPtr TensorParallel2D(const std::vector<std::string>& devices, int64_t rows, int64_t columns,
+                             const TensorParallel2DOptions& options = {});
+
 }  // namespace tandem::distribute

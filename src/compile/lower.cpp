@@ -273,7 +273,7 @@ class Lowering {
         } else if (node.def->source == ops::Source::Variable) {
           graph::VariableInfo info = variables_.at(static_cast<int>(node.attrs.i("var")));
           const Layout& l = s.out[0];
-          if (l.is_split()) shards_[at(d)][info.id] = {l.axis, l.offset(position), l.shares[at(position)]};
+          if (l.is_split()) shards_[at(d)][info.id] = {{{l.axis, l.offset(position), l.shares[at(position)]}}};
           info.type = l.local(info.type, position);
           outs = {lg.variable(info)};
         } else {

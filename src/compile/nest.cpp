@@ -87,6 +87,10 @@ Plan nest(Plan outer, const std::function<Plan(const Program& row, int i)>& inne
       const Program& up = outer.programs[static_cast<std::size_t>(i)];
       for (auto& [name, rows_of] : p.feeds)
         if (auto it = up.feeds.find(name); it != up.feeds.end()) rows_of.offset += it->second.offset;
+      // A variable split over the rows is the row's block; split again within the row, a block of it.
+      for (auto& [id, shard] : p.shards)
+        if (auto it = up.shards.find(id); it != up.shards.end()) shard = it->second.then(shard);
+      for (const auto& [id, shard] : up.shards) p.shards.emplace(id, shard);
       p.rank = static_cast<int>(plan.programs.size());  // numbered over the whole mesh
       plan.programs.push_back(std::move(p));
       plan.schedule.push_back(std::move(row.schedule[static_cast<std::size_t>(j)]));

@@ -2,6 +2,7 @@
 // blocks, with a memory plan) and a schedule of (block, micro-batch) actions.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,11 +47,27 @@ struct FeedRows {
   int64_t offset = 0, rows = 0;
 };
 
-// A block of a variable that one device holds when the variable is split over several: its
-// elements [offset, offset + extent) along `axis`.
+// A block of a variable that one device holds when the variable is split over several: along
+// each cut axis, its elements [offset, offset + extent). A variable split over two mesh axes is
+// cut along two of its axes, or along one twice (the cuts then compose into one).
 struct VariableShard {
-  int axis = 0;
-  int64_t offset = 0, extent = 0;
+  struct Cut {
+    int axis = 0;
+    int64_t offset = 0, extent = 0;
+    bool operator==(const Cut&) const = default;
+  };
+  std::vector<Cut> cuts;
+  bool operator==(const VariableShard&) const = default;
+  // Block `inner` of this block (its offsets counted within this block), as a block of the whole.
+  VariableShard then(const VariableShard& inner) const {
+    VariableShard whole = *this;
+    for (const Cut& c : inner.cuts) {
+      auto it = std::find_if(whole.cuts.begin(), whole.cuts.end(), [&](const Cut& w) { return w.axis == c.axis; });
+      if (it == whole.cuts.end()) whole.cuts.push_back(c);
+      else *it = {c.axis, it->offset + c.offset, c.extent};
+    }
+    return whole;
+  }
 };
 
 struct Program {

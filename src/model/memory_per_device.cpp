@@ -21,7 +21,8 @@ std::vector<DeviceMemory> Model::memory_per_device() const {
       if (program.graph.variable_node(v.id) < 0) continue;  // the device never reads it: no home there
       std::size_t bytes = v.type.bytes();
       if (auto s = program.shards.find(v.id); s != program.shards.end())
-        bytes = bytes / static_cast<std::size_t>(v.type.shape[s->second.axis]) * static_cast<std::size_t>(s->second.extent);
+        for (const compile::VariableShard::Cut& c : s->second.cuts)
+          bytes = bytes / static_cast<std::size_t>(v.type.shape[c.axis]) * static_cast<std::size_t>(c.extent);
       (optimizer_ids.count(v.id) ? m.optimizer_state : m.weights) += bytes;
     }
     out.push_back(m);

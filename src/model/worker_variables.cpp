@@ -29,9 +29,12 @@ void Model::Impl::share_over_workers() {
     }
     for (int w = 0; w < workers; ++w) {  // each holder's blocks, with where they lie
       if (holds(w) != kBlocks) continue;
-      std::vector<int64_t> where;  // (axis, offset, extent) of each block
+      std::vector<int64_t> where;  // each block: its number of cuts, then (axis, offset, extent) of each
       if (w == me)
-        for (const compile::VariableShard& s : homes.blocks_held(*vars[i])) where.insert(where.end(), {s.axis, s.offset, s.extent});
+        for (const compile::VariableShard& s : homes.blocks_held(*vars[i])) {
+          where.push_back(static_cast<int64_t>(s.cuts.size()));
+          for (const compile::VariableShard::Cut& c : s.cuts) where.insert(where.end(), {c.axis, c.offset, c.extent});
+        }
       int64_t count = static_cast<int64_t>(where.size());
       strategy->from_worker(w, &count, sizeof count);
       where.resize(static_cast<std::size_t>(count));
@@ -39,8 +42,12 @@ void Model::Impl::share_over_workers() {
       Tensor theirs = value.clone();
       strategy->from_worker(w, theirs.raw(), theirs.bytes());
       if (w == me) continue;
-      for (std::size_t b = 0; b + 2 < where.size(); b += 3)
-        runtime::VariableHomes::copy_block(theirs, {static_cast<int>(where[b]), where[b + 1], where[b + 2]}, value);
+      for (std::size_t b = 0; b < where.size();) {
+        compile::VariableShard block;
+        const auto cuts = static_cast<std::size_t>(where[b++]);
+        for (std::size_t c = 0; c < cuts; ++c, b += 3) block.cuts.push_back({static_cast<int>(where[b]), where[b + 1], where[b + 2]});
+        runtime::VariableHomes::copy_block(theirs, block, value);
+      }
     }
   }
 }

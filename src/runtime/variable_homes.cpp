@@ -1,51 +1,74 @@
 #include "runtime/variable_homes.h"
 
 #include <cstring>
+#include <vector>
 
 #include "tandem/errors.h"
 
 namespace tandem::runtime {
 
 namespace {
-// A block along `axis` of a row-major tensor is `outer` runs of `extent · inner` bytes, one every
-// `dim · inner` bytes.
-struct Runs {
-  std::size_t outer = 1, inner, dim;
+// A block of a row-major tensor: along each axis, `extent` elements from `start` of `dim`.
+struct Box {
+  std::vector<std::size_t> dim, start, extent;
+  std::size_t element = 0;  // bytes
 };
-Runs runs(const Tensor& t, int axis) {
-  Runs r{1, t.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, t.size())), 1};
-  const Shape& s = t.shape();
-  for (int i = 0; i < s.rank(); ++i) {
-    const auto n = static_cast<std::size_t>(s[i]);
-    if (i < axis) r.outer *= n;
-    else if (i == axis) r.dim = n;
-    else r.inner *= n;
+Box box(const Tensor& t, const compile::VariableShard& s) {
+  Box b;
+  b.element = t.bytes() / static_cast<std::size_t>(std::max<int64_t>(1, t.size()));
+  for (int i = 0; i < t.shape().rank(); ++i) {
+    b.dim.push_back(static_cast<std::size_t>(t.shape()[i]));
+    b.start.push_back(0);
+    b.extent.push_back(b.dim.back());
   }
-  return r;
+  for (const compile::VariableShard::Cut& c : s.cuts) {
+    b.start[static_cast<std::size_t>(c.axis)] = static_cast<std::size_t>(c.offset);
+    b.extent[static_cast<std::size_t>(c.axis)] = static_cast<std::size_t>(c.extent);
+  }
+  return b;
 }
 
 std::size_t shard_bytes(const Tensor& t, const compile::VariableShard& s) {
-  const Runs r = runs(t, s.axis);
-  return r.outer * static_cast<std::size_t>(s.extent) * r.inner;
+  const Box b = box(t, s);
+  std::size_t bytes = b.element;
+  for (std::size_t e : b.extent) bytes *= e;
+  return bytes;
+}
+
+// The runs of one block of a whole tensor: each a run along the last axis, in row-major order of
+// the block's other axes; fn(byte offset in the whole tensor, byte offset in the packed block, bytes).
+template <class Fn>
+void for_each_run(const Tensor& t, const compile::VariableShard& s, Fn fn) {
+  const Box b = box(t, s);
+  const std::size_t rank = b.dim.size();
+  const std::size_t run = (rank ? b.extent[rank - 1] : 1) * b.element;
+  std::size_t runs = 1;
+  for (std::size_t i = 0; i + 1 < rank; ++i) runs *= b.extent[i];
+  std::vector<std::size_t> at(rank ? rank - 1 : 0, 0);  // the run's index along the other axes
+  for (std::size_t k = 0; k < runs && run > 0; ++k) {
+    std::size_t offset = 0;  // of the run's first element in the whole tensor
+    for (std::size_t i = 0; i < rank; ++i) offset = offset * b.dim[i] + b.start[i] + (i + 1 < rank ? at[i] : 0);
+    fn(offset * b.element, k * run, run);
+    for (std::size_t i = at.size(); i-- > 0;) {
+      if (++at[i] < b.extent[i]) break;
+      at[i] = 0;
+    }
+  }
 }
 
 // Copies between a whole host tensor and the packed bytes of one block of it.
 void pack(const Tensor& t, const compile::VariableShard& s, std::byte* block) {
-  const Runs r = runs(t, s.axis);
-  const std::size_t run = static_cast<std::size_t>(s.extent) * r.inner;
-  for (std::size_t o = 0; o < r.outer; ++o)
-    std::memcpy(block + o * run, static_cast<const std::byte*>(t.raw()) + (o * r.dim + static_cast<std::size_t>(s.offset)) * r.inner, run);
+  const auto* whole = static_cast<const std::byte*>(t.raw());
+  for_each_run(t, s, [&](std::size_t w, std::size_t b, std::size_t n) { std::memcpy(block + b, whole + w, n); });
 }
 void unpack(const std::byte* block, const compile::VariableShard& s, Tensor& t) {
-  const Runs r = runs(t, s.axis);
-  const std::size_t run = static_cast<std::size_t>(s.extent) * r.inner;
-  for (std::size_t o = 0; o < r.outer; ++o)
-    std::memcpy(static_cast<std::byte*>(t.raw()) + (o * r.dim + static_cast<std::size_t>(s.offset)) * r.inner, block + o * run, run);
+  auto* whole = static_cast<std::byte*>(t.raw());
+  for_each_run(t, s, [&](std::size_t w, std::size_t b, std::size_t n) { std::memcpy(whole + w, block + b, n); });
 }
 
 bool same(const std::optional<compile::VariableShard>& a, const compile::VariableShard* b) {
   if (!a || !b) return !a && !b;
-  return a->axis == b->axis && a->offset == b->offset && a->extent == b->extent;
+  return *a == *b;
 }
 }  // namespace
 
