@@ -132,7 +132,7 @@ class ShardingStrategy : public Strategy {
       const std::size_t local = l.local(v.type, 0).bytes();
       whole += v.type.bytes();
       per_device += local;
-      t.rows.push_back({v.path, v.type.shape.str(), l.is_split() ? str(tensor_layout(v.path, v.type.shape)) : "whole", std::to_string(local)});
+      t.rows.push_back({v.path, v.type.shape.str(), l.is_split() ? str(tensor_layout(v)) : "whole", std::to_string(local)});
     }
     t.notes.push_back("Each device holds " + std::to_string(per_device) + " of the " + std::to_string(whole) + " weight bytes (" +
                       percent(whole ? double(per_device) / double(whole) : 0) + "); optimizer slots are split with their weights");
@@ -156,19 +156,18 @@ class ShardingStrategy : public Strategy {
     return o;
   }
 
-  // The TensorLayout of a weight path (a slot's: its weight's), or none.
-  TensorLayout tensor_layout(const std::string& path, const Shape& shape) const {
-    std::string owner = path;
-    if (owner.starts_with("optimizer/") && owner.find('/', 10) != std::string::npos)
-      owner = owner.substr(10, owner.rfind('/') - 10);  // "optimizer/<weight path>/<slot>"
+  // The TensorLayout of a weight (an optimizer slot's: its weight's), or none (the optimizer's
+  // counters and learning rate).
+  TensorLayout tensor_layout(const graph::VariableInfo& v) const {
+    if (v.role == graph::Role::Optimizer && v.slot_of.empty()) return {};
+    const std::string& weight = v.slot_of.empty() ? v.path : v.slot_of;
+    const Shape& shape = v.type.shape;
     for (std::size_t i = 0; i < patterns_.size(); ++i)
-      if (std::regex_search(owner, patterns_[i])) {
+      if (std::regex_search(weight, patterns_[i])) {
         const TensorLayout& l = map_[i].second;
-        if (static_cast<int>(l.size()) != shape.rank()) {
-          if (owner != path) return {};  // iterations, learning rate: not a slot of this weight
+        if (static_cast<int>(l.size()) != shape.rank())
           throw ValueError("ModelSplit: layout_map['" + map_[i].first + "'] = " + str(l) + " gives " + std::to_string(l.size()) +
-                           " axes to weight '" + path + "' of shape " + shape.str() + "; it needs " + std::to_string(shape.rank()));
-        }
+                           " axes to weight '" + weight + "' of shape " + shape.str() + "; it needs " + std::to_string(shape.rank()));
         return l;
       }
     return {};
@@ -176,7 +175,7 @@ class ShardingStrategy : public Strategy {
 
   // A weight's layout over the `k` devices that split the weights.
   graph::Layout layout_of(const graph::VariableInfo& v, int k) const {
-    const TensorLayout l = tensor_layout(v.path, v.type.shape);
+    const TensorLayout l = tensor_layout(v);
     for (std::size_t a = 0; a < l.size(); ++a) {
       if (l[a].empty() || (l[a] != weight_axis_ && (rows_ == 1 || l[a] != options_.batch_axis))) continue;  // whole, or one device
       if (l[a] != weight_axis_)
@@ -197,7 +196,7 @@ class ShardingStrategy : public Strategy {
     std::call_once(warned_, [&] {
       std::vector<std::string> paths;
       for (const graph::VariableInfo& v : g.variables())
-        if (!v.path.starts_with("optimizer/")) paths.push_back(v.path);
+        if (v.role != graph::Role::Optimizer) paths.push_back(v.path);
       for (std::size_t i = 0; i < patterns_.size(); ++i)
         if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return std::regex_search(p, patterns_[i]); }))
           std::cerr << "ModelSplit: warning: layout_map['" << map_[i].first << "'] matches no weight; the weights are " << join(paths) << "\n";
