@@ -188,7 +188,8 @@ TEST_CASE("collective ops: a peer that is not another rank, or a rank count unli
   for (int peer : {0, 2, -1}) {  // rank 0 receiving from itself, from a rank that does not exist
     INFO("peer " << peer);
     CHECK_THROWS_WITH_AS(two_devices([&](graph::Graph& g) {
-                           return g.communicate({.kind = Kind::Recv, .peer = peer}, {}, {{"shape", std::vector<int64_t>{2}}, {"dtype", int64_t(DType::F64)}})[0];
+                           return g.communicate({.kind = Kind::Recv, .peer = peer}, {},
+                                                {{"shape", std::vector<int64_t>{2}}, {"dtype", int64_t(DType::F64)}})[0];
                          }),
                          ("recv on rank 0: peer must be another rank in [0, 2), got " + std::to_string(peer)).c_str(), tandem::Error);
   }

@@ -285,7 +285,7 @@ TEST_CASE("lowering: Mirrored's step of a dense layer splits the rows and sums t
   CHECK(plan.programs[1].feeds.at("y").offset == 4);
 }
 
-TEST_CASE("lowering: Mirrored's all-reduce nodes carry their group, bucket and wire; Pipeline's send/recv pairs their peers and tags") {
+TEST_CASE("lowering: Mirrored's all-reduce nodes carry their group, bucket and wire, and Pipeline's send/recv pairs their peers and tags") {
   using Kind = graph::Communication::Kind;
   // Layer a's kernel is 8×16 floats (512 bytes), b's 16×16 (1024): with 600-byte buckets each
   // gradient is a bucket of its own.
@@ -351,7 +351,7 @@ TEST_CASE("lowering: Mirrored's all-reduce nodes carry their group, bucket and w
   }
 }
 
-TEST_CASE("lowering: the optimizer's variables say they are its own, a slot names its weight; its updates have role Optimizer") {
+TEST_CASE("lowering: the optimizer's variables say they are its own and a slot names its weight, and its updates have role Optimizer") {
   const LayeredGraph lg({{"a", 16}, {"b", 4}}, 8, 8, tandem::optimizers::Adam(0.01));
   int slots = 0, counters = 0;
   for (const graph::VariableInfo& v : lg.g.variables()) {

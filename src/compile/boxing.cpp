@@ -176,8 +176,8 @@ Located Boxing::gather(const Located& v) {
 
 Located Boxing::scatter(const Located& v, const Layout& want) {
   Located r = like(v, want);
-  for (int d : v.devices)
-    r.part[at(d)] = prepare(local_, d, v.phase, v.stage).communicate({.kind = graph::Communication::Kind::ReduceScatter, .group = v.devices}, {v.on(d)})[0];
+  const graph::Communication c{.kind = graph::Communication::Kind::ReduceScatter, .group = v.devices};
+  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase, v.stage).communicate(c, {v.on(d)})[0];
   return r;
 }
 

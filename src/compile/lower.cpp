@@ -277,7 +277,8 @@ class Lowering {
           if (node.def->localize) node.def->localize(attrs, s, position);
           std::vector<Value> inputs;
           for (const Located& in : ins) inputs.push_back(in.on(d));
-          outs = node.communication ? lg.communicate(*node.communication, inputs, std::move(attrs)) : lg.add_multi(node.op, inputs, std::move(attrs));
+          outs = node.communication ? lg.communicate(*node.communication, inputs, std::move(attrs))
+                                    : lg.add_multi(node.op, inputs, std::move(attrs));
         }
       } catch (const std::exception& e) {
         throw Error("internal: lowering " + where(node) + " for " + o_.devices[at(d)] + ": " + e.what());

@@ -33,7 +33,9 @@ REGISTER_OP(
 
 REGISTER_OP(
     .name = "all_reduce_wait",
-    .infer_communication = [](const graph::Communication&, const Attrs&, const std::vector<TensorType>& in) { return check_float_inputs(in); },
+    .infer_communication = [](const graph::Communication&, const Attrs&, const std::vector<TensorType>& in) {
+      return check_float_inputs(in);
+    },
     .outputs_alias_inputs = true, .layout = outputs_as_inputs);
 
 // Collectives over the ranks of a strategy's communicator, in the local (per-device) view: every
@@ -86,7 +88,9 @@ REGISTER_OP(
 // The pair moves the value from one device's memory to another's.
 REGISTER_OP(
     .name = "send",
-    .infer_communication = [](const graph::Communication&, const Attrs&, const std::vector<TensorType>&) { return std::vector<TensorType>{}; },
+    .infer_communication = [](const graph::Communication&, const Attrs&, const std::vector<TensorType>&) {
+      return std::vector<TensorType>{};
+    },
     .has_side_effects = true);
 
 REGISTER_OP(
