@@ -1,7 +1,8 @@
 // MultiWorkerMirrored against one process, and the all-reduce between processes against the
 // in-process ring. bench/run_multiworker.sh runs both sides in one go.
 //
-//   bench_multiworker train default|workers BATCH   Fashion-MNIST MLP, 2 epochs: samples/s of the second
+//   bench_multiworker train default|workers|pipeline|spread BATCH
+//                                                   Fashion-MNIST MLP, 2 epochs: samples/s of the second
 //   bench_multiworker allreduce                     (under mpirun -np 2) MPI ring vs in-process ring
 #include <tandem/tandem.h>
 
@@ -31,6 +32,16 @@ class EpochTimer : public tandem::Callback {
   Clock::time_point start_;
 };
 
+// default: one device; workers: MultiWorkerMirrored, a device per worker; pipeline: 2 stages on 2
+// virtual devices of one process; spread: 2 stages, one on each worker's device (across_workers).
+tandem::distribute::StrategyPtr strategy(const std::string& how) {
+  namespace dist = tandem::distribute;
+  if (how == "workers") return dist::MultiWorkerMirrored({"cpu:0"});
+  if (how == "pipeline") return dist::Pipeline({"cpu:0", "cpu:1"}, {.micro_batches = 4});
+  if (how == "spread") return dist::Pipeline(dist::across_workers({"cpu:0"}), {.micro_batches = 4});
+  return dist::Default();
+}
+
 int train(const std::string& how, int64_t batch) {
   tandem::set_random_seed(1);
   auto [data, test] = tandem::datasets::fashion_mnist();
@@ -38,7 +49,7 @@ int train(const std::string& how, int64_t batch) {
   namespace dist = tandem::distribute;
   model.compile({.optimizer = tandem::optimizers::Adam(1e-3),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-                 .strategy = how == "workers" ? dist::MultiWorkerMirrored({"cpu:0"}) : dist::Default()});
+                 .strategy = strategy(how)});
   auto timer = std::make_shared<EpochTimer>();
   model.fit(data, {.epochs = 2, .batch_size = batch, .verbose = 0, .callbacks = {timer}});
   if (dist::this_worker().chief()) std::printf("%.0f\n", double(data.size()) / timer->last_);

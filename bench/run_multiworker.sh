@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # MultiWorkerMirrored on this machine: 2 workers × 1 device (mpirun -np 2) against one process
 # with Default on all cores, Fashion-MNIST MLP, samples/s of the second epoch, side by side; then
-# the all-reduce between the 2 processes against the in-process ring of 2 threads.
+# Pipeline's 2 stages on the devices of 2 workers against the same 2 stages on 2 virtual devices
+# of one process; then the all-reduce between the 2 processes against the in-process ring of 2
+# threads.
 #   bench/run_multiworker.sh [build/bench_multiworker]
 set -euo pipefail
 bench=${1:-build/bench_multiworker}
@@ -11,6 +13,14 @@ echo "|---|---|---|---|"
 for batch in 128 512; do
   one=$("$bench" train default "$batch")
   two=$(mpirun -np 2 --bind-to none "$bench" train workers "$batch" | tail -1)
+  echo "| $batch | $one | $two | $(python3 -c "print(f'{$two / $one:.2f}')") |"
+done
+echo
+echo "| batch | Pipeline, 2 stages in 1 process: samples/s | 2 stages on 2 workers: samples/s | ratio |"
+echo "|---|---|---|---|"
+for batch in 128 512; do
+  one=$("$bench" train pipeline "$batch")
+  two=$(mpirun -np 2 --bind-to none "$bench" train spread "$batch" | tail -1)
   echo "| $batch | $one | $two | $(python3 -c "print(f'{$two / $one:.2f}')") |"
 done
 echo

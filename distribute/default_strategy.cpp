@@ -1,8 +1,4 @@
 // Default: one device runs the whole program; every step is forward, metrics, backward, update.
-#include <algorithm>
-#include <cstdlib>
-#include <thread>
-
 #include "distribute/strategy.h"
 #include "compile/lower.h"
 #include "backend/device.h"
@@ -10,30 +6,12 @@
 
 namespace tandem::distribute {
 
-std::vector<std::string> distinct_devices(const std::string& strategy, const std::vector<std::string>& devices) {
-  if (devices.empty()) throw ValueError(strategy + ": expected at least one device, got none");
-  std::vector<std::string> names;
-  for (const std::string& d : devices) {
-    const std::string name = backend::parse_device(d).str();
-    if (std::find(names.begin(), names.end(), name) != names.end()) throw ValueError(strategy + ": device '" + name + "' is listed twice");
-    names.push_back(name);
-  }
-  return names;
-}
-
 graph::Layout split_rows(const graph::Node& feed, int k, const std::string& strategy, const std::string& what, const std::string& across) {
   const int64_t rows = feed.outputs[0].shape.rank() ? feed.outputs[0].shape[0] : 0;
   if (rows < k)
     throw ValueError(strategy + ": a " + what + " of " + std::to_string(rows) + " rows cannot be split " + across + "; use " + what + "es of at least " +
                      std::to_string(k) + " rows");
   return graph::Layout::even_split(0, rows, k);
-}
-
-int Strategy::threads_per_device() const {
-  // TANDEM_NUM_THREADS caps the threads of the whole process (like OMP_NUM_THREADS).
-  const char* env = std::getenv("TANDEM_NUM_THREADS");
-  const int cores = env && std::atoi(env) > 0 ? std::atoi(env) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / static_cast<int>(devices().size()));
 }
 
 namespace {

@@ -35,16 +35,20 @@ class MirroredStrategy : public Strategy {
   MirroredStrategy(const std::vector<std::string>& devices, MirroredOptions o) : devices_(distinct_devices("Mirrored", devices)), options_(o) {
     if (o.sync_every < 1) throw ValueError("Mirrored: sync_every must be >= 1, got " + std::to_string(o.sync_every));
     if (o.bucket_bytes < 1) throw ValueError("Mirrored: bucket_bytes must be >= 1, got " + std::to_string(o.bucket_bytes));
-    comm_ = comm::local_communicator(devices_);
-    comm_->set_timeout(std::chrono::milliseconds(o.timeout_ms));
+    comm_ = comm::devices_communicator(devices_, std::chrono::milliseconds(o.timeout_ms));
+    span_workers("Mirrored", devices_);
   }
 
-  std::vector<std::string> devices() const override { return devices_; }
+  std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
+  bool spreads_variables() const override { return false; }  // every replica holds all of them
   int sync_every() const override { return static_cast<int>(options_.sync_every); }
 
   compile::LoweringOptions describe(const graph::Graph&, int micro_batches) const override {
-    return data_parallel(micro_batches, "Mirrored", devices_, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16);
+    compile::LoweringOptions o =
+        data_parallel(micro_batches, "Mirrored", devices_, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16);
+    keep_this_workers(o);
+    return o;
   }
 
  private:

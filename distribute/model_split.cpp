@@ -25,11 +25,11 @@ class ModelSplitStrategy : public Strategy {
   ModelSplitStrategy(const std::vector<std::string>& devices, ModelSplitOptions o)
       : devices_(distinct_devices("ModelSplit", devices)), options_(std::move(o)) {
     for (const auto& [layer, device] : options_.placement) index_of(device, layer);
-    comm_ = comm::local_communicator(devices_);
-    comm_->set_timeout(std::chrono::milliseconds(options_.timeout_ms));
+    comm_ = comm::devices_communicator(devices_, std::chrono::milliseconds(options_.timeout_ms));
+    span_workers("ModelSplit", devices_);
   }
 
-  std::vector<std::string> devices() const override { return devices_; }
+  std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
   compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
@@ -43,6 +43,7 @@ class ModelSplitStrategy : public Strategy {
       return it == device_of.end() ? std::vector<int>{} : std::vector<int>{it->second};
     };
     o.micro_batches = micro_batches;
+    keep_this_workers(o);
     return o;
   }
 

@@ -4,35 +4,18 @@
 // splits through the activations and the lowering inserts the collectives where they must change
 // (a column-split Dense then a row-split one: a partial sum, one all-reduce).
 #include <algorithm>
-#include <iostream>
-#include <mutex>
-#include <regex>
 #include <set>
 
 #include "compile/lower.h"
 #include "comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
+#include "distribute/weight_layouts.h"
 #include "tandem/errors.h"
 
 namespace tandem::distribute {
 
 namespace {
-std::string join(const std::vector<std::string>& parts) {
-  std::string s;
-  for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
-  return s;
-}
-
-std::string str(const TensorLayout& l) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < l.size(); ++i) {
-    if (i) s += ", ";
-    s += l[i].empty() ? "None" : "\"" + l[i] + "\"";
-  }
-  return s + (l.size() == 1 ? ",)" : ")");
-}
-
 std::string shape_list(const std::vector<int64_t>& shape) {
   std::string s;
   for (int64_t d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
@@ -41,7 +24,8 @@ std::string shape_list(const std::vector<int64_t>& shape) {
 
 class ShardingStrategy : public Strategy {
  public:
-  ShardingStrategy(DeviceMesh mesh, LayoutMap map, ShardingOptions o) : mesh_(std::move(mesh)), map_(std::move(map)), options_(std::move(o)) {
+  ShardingStrategy(DeviceMesh mesh, const LayoutMap& map, ShardingOptions o)
+      : mesh_(std::move(mesh)), layouts_("ModelSplit", map, mesh_.axis_names), options_(std::move(o)) {
     devices_ = distinct_devices("ModelSplit", mesh_.devices);
     if (mesh_.shape.empty() || mesh_.shape.size() != mesh_.axis_names.size())
       throw ValueError("ModelSplit: the mesh of shape " + shape_list(mesh_.shape) + " needs one name per axis, got " +
@@ -86,27 +70,20 @@ class ShardingStrategy : public Strategy {
       ordered[static_cast<std::size_t>(i * m + j)] = devices_[flat];
     }
     devices_ = ordered;
-    for (const auto& [pattern, layout] : map_) {
-      try {
-        patterns_.emplace_back(pattern);
-      } catch (const std::regex_error& e) {
-        throw ValueError("ModelSplit: layout_map expression '" + pattern + "' is not a regular expression: " + e.what());
-      }
-      for (const std::string& axis : layout)
-        if (!axis.empty() && std::find(mesh_.axis_names.begin(), mesh_.axis_names.end(), axis) == mesh_.axis_names.end())
-          throw ValueError("ModelSplit: layout_map['" + pattern + "'] = " + str(layout) + " names mesh axis '" + axis +
-                           "'; the mesh's axes are " + join(mesh_.axis_names));
-    }
-    comm_ = comm::local_communicator(devices_);
-    comm_->set_timeout(std::chrono::milliseconds(options_.timeout_ms));
+    comm_ = comm::devices_communicator(devices_, std::chrono::milliseconds(options_.timeout_ms));
+    span_workers("ModelSplit", devices_);  // in program order: (batch i, model j) is program i·m + j
   }
 
-  std::vector<std::string> devices() const override { return devices_; }
+  std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
   compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
-    warn_unmatched(g);
-    if (rows_ == 1) return options(devices_, split_rows_, true, micro_batches);
+    layouts_.warn_unmatched(g);
+    if (rows_ == 1) {
+      compile::LoweringOptions o = options(devices_, split_rows_, true, micro_batches);
+      keep_this_workers(o);
+      return o;
+    }
     // The batch axis first, data parallel over the rows of the mesh; then each row's program
     // over the row's devices, its weights split.
     std::vector<std::string> row_names;
@@ -117,6 +94,7 @@ class ShardingStrategy : public Strategy {
       const std::vector<std::string> devices(devices_.begin() + i * m, devices_.begin() + (i + 1) * m);
       return options(devices, false, true, micro_batches);
     };
+    keep_this_workers(over_rows);
     return over_rows;
   }
 
@@ -132,7 +110,7 @@ class ShardingStrategy : public Strategy {
       const std::size_t local = l.local(v.type, 0).bytes();
       whole += v.type.bytes();
       per_device += local;
-      t.rows.push_back({v.path, v.type.shape.str(), l.is_split() ? str(tensor_layout(v)) : "whole", std::to_string(local)});
+      t.rows.push_back({v.path, v.type.shape.str(), l.is_split() ? layout_str(layouts_.of(v)) : "whole", std::to_string(local)});
     }
     t.notes.push_back("Each device holds " + std::to_string(per_device) + " of the " + std::to_string(whole) + " weight bytes (" +
                       percent(whole ? double(per_device) / double(whole) : 0) + "); optimizer slots are split with their weights");
@@ -156,63 +134,25 @@ class ShardingStrategy : public Strategy {
     return o;
   }
 
-  // The TensorLayout of a weight (an optimizer slot's: its weight's), or none (the optimizer's
-  // counters and learning rate).
-  TensorLayout tensor_layout(const graph::VariableInfo& v) const {
-    if (v.role == graph::Role::Optimizer && v.slot_of.empty()) return {};
-    const std::string& weight = v.slot_of.empty() ? v.path : v.slot_of;
-    const Shape& shape = v.type.shape;
-    for (std::size_t i = 0; i < patterns_.size(); ++i)
-      if (std::regex_search(weight, patterns_[i])) {
-        const TensorLayout& l = map_[i].second;
-        if (static_cast<int>(l.size()) != shape.rank())
-          throw ValueError("ModelSplit: layout_map['" + map_[i].first + "'] = " + str(l) + " gives " + std::to_string(l.size()) +
-                           " axes to weight '" + weight + "' of shape " + shape.str() + "; it needs " + std::to_string(shape.rank()));
-        return l;
-      }
-    return {};
-  }
-
   // A weight's layout over the `k` devices that split the weights.
   graph::Layout layout_of(const graph::VariableInfo& v, int k) const {
-    const TensorLayout l = tensor_layout(v);
-    for (std::size_t a = 0; a < l.size(); ++a) {
-      if (l[a].empty() || (l[a] != weight_axis_ && (rows_ == 1 || l[a] != options_.batch_axis))) continue;  // whole, or one device
-      if (l[a] != weight_axis_)
-        throw ValueError("ModelSplit: the layout " + str(l) + " of weight '" + v.path + "' splits it over the batch axis '" + l[a] +
-                         "'; with a batch axis and a model axis '" + weight_axis_ + "' weights split over the model axis only");
-      const int64_t extent = v.type.shape[static_cast<int>(a)];
-      if (extent % k != 0)
-        throw ValueError("ModelSplit: the layout " + str(l) + " of weight '" + v.path + "' (shape " + v.type.shape.str() + ") splits axis " +
-                         std::to_string(a) + " of " + std::to_string(extent) + " over the " + std::to_string(k) + " devices of mesh axis '" +
-                         l[a] + "', which does not divide it");
-      return graph::Layout::even_split(static_cast<int>(a), extent, k);
-    }
-    return graph::Layout::replicated();
-  }
-
-  // Keras warns when a layout_map entry matches no weight; so does this, once per strategy.
-  void warn_unmatched(const graph::Graph& g) const {
-    std::call_once(warned_, [&] {
-      std::vector<std::string> paths;
-      for (const graph::VariableInfo& v : g.variables())
-        if (v.role != graph::Role::Optimizer) paths.push_back(v.path);
-      for (std::size_t i = 0; i < patterns_.size(); ++i)
-        if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return std::regex_search(p, patterns_[i]); }))
-          std::cerr << "ModelSplit: warning: layout_map['" << map_[i].first << "'] matches no weight; the weights are " << join(paths) << "\n";
-    });
+    if (rows_ > 1)
+      for (const std::string& axis : layouts_.of(v))
+        if (axis == options_.batch_axis)
+          throw ValueError("ModelSplit: the layout " + layout_str(layouts_.of(v)) + " of weight '" + v.path +
+                           "' splits it over the batch axis '" + axis + "'; with a batch axis and a model axis '" + weight_axis_ +
+                           "' weights split over the model axis only");
+    return weight_axis_.empty() ? graph::Layout::replicated() : layouts_.split_over(v, weight_axis_, k);
   }
 
   DeviceMesh mesh_;
-  LayoutMap map_;
+  WeightLayouts layouts_;
   ShardingOptions options_;
   std::vector<std::string> devices_;
-  std::vector<std::regex> patterns_;
   int64_t rows_ = 1;          // devices along the batch axis when another axis splits the weights
   std::string weight_axis_;   // the mesh axis that splits the weights ("" if none)
   bool split_rows_ = false;   // one axis only, the batch axis: it splits the batch too
   std::shared_ptr<comm::Communicator> comm_;
-  mutable std::once_flag warned_;
 };
 }  // namespace
 

@@ -3,7 +3,6 @@
 // its own devices, so each feeds its rows of every batch, the loss is scaled by the global row
 // count, and a dropout mask is the one single-device training draws for that row. Gradients are
 // summed within the worker, then between workers over MPI (comm/two_level.h).
-#include <algorithm>
 #include <chrono>
 
 #include "comm/communicator.h"
@@ -25,11 +24,14 @@ class MultiWorkerMirroredStrategy : public Strategy {
     const std::chrono::milliseconds timeout(o.timeout_ms);
     auto local = std::make_shared<comm::InProcessCommunicator>(devices_);
     local->set_timeout(timeout);
+    local_devices_ = devices_;
     if (me_.count == 1) {
       comm_ = local;
       return;
     }
     across_ = comm::worker_communicator();
+    first_program_ = me_.rank * static_cast<int>(devices_.size());  // this worker's replicas
+    program_count_ = static_cast<int>(devices_.size());
     across_->set_timeout(timeout);
     check_same_device_count();
     comm_ = std::make_shared<comm::TwoLevelCommunicator>(local, across_, me_.rank);
@@ -38,38 +40,15 @@ class MultiWorkerMirroredStrategy : public Strategy {
 
   std::vector<std::string> devices() const override { return devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
-  int workers() const override { return me_.count; }
-  // The machine's cores are shared by its workers too.
-  int threads_per_device() const override { return std::max(1, Strategy::threads_per_device() / comm::workers_on_this_machine()); }
+  bool spreads_variables() const override { return false; }  // every replica holds all of them
 
   compile::LoweringOptions describe(const graph::Graph&, int micro_batches) const override {
     std::vector<std::string> all;
     for (int w = 0; w < me_.count; ++w) all.insert(all.end(), devices_.begin(), devices_.end());
     compile::LoweringOptions o =
         data_parallel(micro_batches, "MultiWorkerMirrored", all, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16);
-    o.first_program = me_.rank * static_cast<int>(devices_.size());  // this worker's replicas
-    o.program_count = static_cast<int>(devices_.size());
+    keep_this_workers(o);
     return o;
-  }
-
-  void sum_over_workers(std::vector<double>& values) const override {
-    if (across_ && !values.empty()) across_->all_reduce(me_.rank, values.data(), values.size(), DType::F64, comm::ReduceOp::Sum);
-  }
-
-  void from_chief(void* data, std::size_t bytes) const override {
-    if (across_ && bytes) across_->broadcast(me_.rank, data, bytes, 0);
-  }
-
-  // Worker w's rows are those of its replicas w·L … w·L + L − 1: one block, which it sends to all.
-  void gather_rows(std::byte* host, std::size_t row_bytes, const graph::Layout& layout) const override {
-    if (!across_) return;
-    const auto local = static_cast<int>(devices_.size());
-    for (int w = 0; w < me_.count; ++w) {
-      const int64_t first = layout.offset(w * local);
-      int64_t rows = 0;
-      for (int d = 0; d < local; ++d) rows += layout.shares[static_cast<std::size_t>(w * local + d)];
-      across_->broadcast(me_.rank, host + static_cast<std::size_t>(first) * row_bytes, static_cast<std::size_t>(rows) * row_bytes, w);
-    }
   }
 
  private:
@@ -90,7 +69,6 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::vector<std::string> devices_;
   MultiWorkerMirroredOptions options_;
   Worker me_;
-  std::shared_ptr<comm::Communicator> across_;  // between workers; null for a worker alone
   std::shared_ptr<comm::Communicator> comm_;
 };
 }  // namespace

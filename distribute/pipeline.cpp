@@ -10,6 +10,7 @@
 #include "comm/local.h"
 #include "distribute/stages.h"
 #include "distribute/strategy.h"
+#include "distribute/weight_layouts.h"
 #include "backend/device.h"
 #include "tandem/errors.h"
 
@@ -23,8 +24,14 @@ class PipelineStrategy : public Strategy {
     check_positive(options_.replicas, "replicas");
     check_positive(options_.virtual_stages, "virtual_stages");
     check_positive(options_.micro_batches, "micro_batches");
+    check_positive(options_.model_split, "model_split");
     if (options_.stages < 0) throw ValueError("Pipeline: stages must be >= 0, got " + std::to_string(options_.stages));
     replicas_ = static_cast<int>(options_.replicas);
+    split_ = static_cast<int>(options_.model_split);
+    if (split_ > 1) layouts_ = std::make_unique<WeightLayouts>("Pipeline", options_.layout_map, std::vector<std::string>{"model"});
+    else if (!options_.layout_map.empty())
+      throw ValueError("Pipeline: a layout_map splits weights over the devices of a model-split stage; it needs model_split >= 2, got " +
+                       std::to_string(split_));
     chunks_ = static_cast<int>(options_.virtual_stages);
     const bool interleaved = options_.schedule == PipelineSchedule::Interleaved;
     if (interleaved != (chunks_ > 1))
@@ -36,21 +43,22 @@ class PipelineStrategy : public Strategy {
                        " chunks, not a multiple of virtual_stages = " + std::to_string(chunks_));
     stages_ = !options_.boundaries.empty() ? given / chunks_
               : options_.stages > 0        ? static_cast<int>(options_.stages)
-                                           : static_cast<int>(devices_.size()) / replicas_;
+                                           : static_cast<int>(devices_.size()) / (replicas_ * split_);
     if (!options_.boundaries.empty() && options_.stages != 0 && options_.stages != stages_)
       throw ValueError("Pipeline: " + std::to_string(given - 1) + " boundaries make " + std::to_string(stages_) +
                        " stages, but stages = " + std::to_string(options_.stages));
-    if (stages_ < 1 || static_cast<int>(devices_.size()) != stages_ * replicas_)
-      throw ValueError("Pipeline: " + std::to_string(stages_) + " stages × " + std::to_string(replicas_) + " replicas need " +
-                       std::to_string(stages_ * replicas_) + " devices, got " + std::to_string(devices_.size()));
+    if (stages_ < 1 || static_cast<int>(devices_.size()) != stages_ * replicas_ * split_)
+      throw ValueError("Pipeline: " + std::to_string(stages_) + " stages × " + std::to_string(replicas_) + " replicas" +
+                       (split_ > 1 ? " × " + std::to_string(split_) + " model-split devices" : std::string()) + " need " +
+                       std::to_string(stages_ * replicas_ * split_) + " devices, got " + std::to_string(devices_.size()));
     if (interleaved && options_.micro_batches % stages_ != 0)
       throw ValueError("Pipeline: the Interleaved schedule needs micro_batches to be a multiple of the " + std::to_string(stages_) +
                        " stages, got " + std::to_string(options_.micro_batches));
-    comm_ = comm::local_communicator(devices_);
-    comm_->set_timeout(std::chrono::milliseconds(options_.timeout_ms));
+    comm_ = comm::devices_communicator(devices_, std::chrono::milliseconds(options_.timeout_ms));
+    span_workers("Pipeline", devices_);
   }
 
-  std::vector<std::string> devices() const override { return devices_; }
+  std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
   int micro_batches() const override { return static_cast<int>(options_.micro_batches); }
 
@@ -70,7 +78,7 @@ class PipelineStrategy : public Strategy {
     };
     auto group = [this](int c) { return group_of(c); };
     compile::LoweringOptions o;
-    o.devices = devices_;
+    o.devices = split_ == 1 ? devices_ : group_names();
     o.place = [=](const graph::Node& n) {
       const int c = chunk(n);
       return c < 0 ? std::vector<int>{} : group(c);
@@ -80,24 +88,44 @@ class PipelineStrategy : public Strategy {
       return split_rows(feed, k, "Pipeline", "micro-batch", "across " + std::to_string(k) + " replicas");
     };
     o.micro_batches = micro_batches;
+    // Group d (stage d / replicas): how many micro-batches it holds at once, and in which order.
+    std::function<int(int)> in_flight = [=](int) { return micro_batches; };
+    std::function<std::vector<compile::Action>(const compile::Program&, int)> schedule;
     switch (options_.schedule) {
       case PipelineSchedule::GPipe:
-        o.in_flight = [=](int) { return micro_batches; };
         break;
       case PipelineSchedule::OneFOneB:
         // Stage s warms up with S − s − 1 forwards, so it holds at most S − s micro-batches.
-        o.in_flight = [=](int d) { return std::min(micro_batches, stages - d / replicas); };
-        o.schedule = [=](const compile::Program& p, int d) { return compile::one_forward_one_backward(p, stages - d / replicas - 1); };
+        in_flight = [=](int d) { return std::min(micro_batches, stages - d / replicas); };
+        schedule = [=](const compile::Program& p, int d) { return compile::one_forward_one_backward(p, stages - d / replicas - 1); };
         break;
       case PipelineSchedule::Interleaved:
         // A partial batch's micro-batches may not be a multiple of the stages: those steps run GPipe.
-        o.in_flight = [=](int) { return micro_batches; };
         if (micro_batches % stages == 0)
-          o.schedule = [=](const compile::Program& p, int d) {
-            return compile::interleaved_one_forward_one_backward(p, stages, d / replicas, chunks);
-          };
+          schedule = [=](const compile::Program& p, int d) { return compile::interleaved_one_forward_one_backward(p, stages, d / replicas, chunks); };
         break;
     }
+    if (split_ == 1) {
+      o.in_flight = in_flight, o.schedule = schedule;
+    } else {
+      // Each group's program lowered again over its model-split devices, which then run the
+      // group's schedule.
+      o.within = [this, micro_batches, in_flight, schedule](int d) {
+        compile::LoweringOptions in;
+        in.devices.assign(devices_.begin() + d * split_, devices_.begin() + (d + 1) * split_);
+        std::vector<int> all(static_cast<std::size_t>(split_));
+        for (int i = 0; i < split_; ++i) all[static_cast<std::size_t>(i)] = i;
+        in.place = [all](const graph::Node&) { return all; };
+        in.stage = [](const graph::Node& n) { return n.stage; };
+        in.variable_layout = [this](const graph::VariableInfo& v, int k) { return layouts_->split_over(v, "model", k); };
+        in.micro_batches = micro_batches;
+        in.in_flight = [in_flight, d](int) { return in_flight(d); };
+        if (schedule) in.schedule = [schedule, d](const compile::Program& p, int) { return schedule(p, d); };
+        return in;
+      };
+      layouts_->warn_unmatched(g);
+    }
+    keep_this_workers(o);
     return o;
   }
 
@@ -108,8 +136,8 @@ class PipelineStrategy : public Strategy {
     for (const LayerCost& c : costs) total += c.cost;
     auto share = [total](double flops) { return percent(total > 0 ? flops / total : 0); };
     PlacementTable t;
-    t.title = "Pipeline: " + std::to_string(stages_) + " stages" +
-              (replicas_ > 1 ? " × " + std::to_string(replicas_) + " replicas" : "") + ", " + schedule_name();
+    t.title = "Pipeline: " + std::to_string(stages_) + " stages" + (replicas_ > 1 ? " × " + std::to_string(replicas_) + " replicas" : "") +
+              (split_ > 1 ? " × " + std::to_string(split_) + " model-split devices" : "") + ", " + schedule_name();
     t.header = {"Layer", chunks_ > 1 ? "Stage (chunk)" : "Stage", "Devices", "Cost share"};
     t.right = {false, false, false, true};
     std::vector<double> stage_flops(static_cast<std::size_t>(stages_), 0);
@@ -117,7 +145,8 @@ class PipelineStrategy : public Strategy {
       const int chunk = chunk_of.at(c.layer), stage = chunk % stages_;
       stage_flops[static_cast<std::size_t>(stage)] += c.cost;
       LayerPlace place{c.layer, stage, chunks_ > 1 ? chunk : -1, {}};
-      for (int d : group_of(chunk)) place.devices.push_back(devices_[static_cast<std::size_t>(d)]);
+      for (int d : group_of(chunk))
+        for (int j = 0; j < split_; ++j) place.devices.push_back(devices_[static_cast<std::size_t>(d * split_ + j)]);
       std::string where = std::to_string(stage);
       if (chunks_ > 1) where += " (" + std::to_string(chunk) + ")";
       t.rows.push_back({c.layer, where, device_names(chunk), share(c.cost)});
@@ -150,17 +179,24 @@ class PipelineStrategy : public Strategy {
   }
 
  private:
-  std::vector<int> group_of(int chunk) const {  // chunk c runs on stage c mod S, its replicas' devices
+  std::vector<int> group_of(int chunk) const {  // chunk c runs on stage c mod S, its replicas' groups
     std::vector<int> devices;
     for (int r = 0; r < replicas_; ++r) devices.push_back(chunk % stages_ * replicas_ + r);
     return devices;
   }
   std::string device_names(int chunk) const {
     std::string names;
-    for (int d : group_of(chunk)) {
-      if (!names.empty()) names += ", ";
-      names += devices_[static_cast<std::size_t>(d)];
-    }
+    for (int d : group_of(chunk))
+      for (int j = 0; j < split_; ++j) {
+        if (!names.empty()) names += ", ";
+        names += devices_[static_cast<std::size_t>(d * split_ + j)];
+      }
+    return names;
+  }
+  // The groups' names, for the lowering over them that each group's devices lower again.
+  std::vector<std::string> group_names() const {
+    std::vector<std::string> names;
+    for (int d = 0; d < stages_ * replicas_; ++d) names.push_back("stage " + std::to_string(d / replicas_) + ", replica " + std::to_string(d % replicas_));
     return names;
   }
   std::string schedule_name() const {
@@ -179,6 +215,8 @@ class PipelineStrategy : public Strategy {
   PipelineOptions options_;
   int stages_ = 1;
   int replicas_ = 1;
+  int split_ = 1;  // devices per group (model_split)
+  std::unique_ptr<WeightLayouts> layouts_;  // with model_split
   int chunks_ = 1;  // per device
   std::shared_ptr<comm::Communicator> comm_;
 };

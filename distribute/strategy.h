@@ -63,16 +63,38 @@ class Strategy {
   // Threads for each device's own pool: the machine's cores shared by the devices.
   virtual int threads_per_device() const;
 
-  // Processes that train together (MultiWorkerMirrored): each runs the programs of its own
-  // devices, and what the host reads after a step is combined with the other workers'.
-  virtual int workers() const { return 1; }
+  // Processes that train together (MultiWorkerMirrored; a strategy over devices named
+  // "worker:W/...", distribute/workers.cpp): each runs the programs of its own devices, and what
+  // the host reads after a step is combined with the other workers'. Every worker makes these
+  // calls at the same points, in the same order.
+  int workers() const;
   // In place: the sums over the workers, the same bits on every worker.
-  virtual void sum_over_workers(std::vector<double>& /*values*/) const {}
-  // The chief's bytes, on every worker.
-  virtual void from_chief(void* /*data*/, std::size_t /*bytes*/) const {}
-  // `host` holds this worker's rows of a value split by rows over the devices of every worker
-  // (`layout`, rows of `row_bytes`); fills in the other workers' rows.
-  virtual void gather_rows(std::byte* /*host*/, std::size_t /*row_bytes*/, const graph::Layout& /*layout*/) const {}
+  void sum_over_workers(std::vector<double>& values) const;
+  // `worker`'s bytes, on every worker.
+  void from_worker(int worker, void* data, std::size_t bytes) const;
+  void from_chief(void* data, std::size_t bytes) const { from_worker(0, data, bytes); }
+  // `host` holds the parts of a value at this worker's `places` of `layout` (the places of the
+  // programs that hold it, compile::FetchSite): blocks of rows of `row_bytes` each for a split,
+  // else one whole copy of `row_bytes`. Fills in the rest from the workers that hold them.
+  void gather_rows(std::byte* host, std::size_t row_bytes, const graph::Layout& layout, const std::vector<int>& places) const;
+  // Whether some worker holds only part of the variables (a pipeline's stages, a model split
+  // over workers): reading them then takes every worker (Model::Impl::share_over_workers).
+  virtual bool spreads_variables() const { return workers() > 1; }
+
+ protected:
+  // For a strategy over `program_devices` (in program order) where they name the devices of
+  // several workers ("worker:W/cpu:0"): checks that each worker's devices are consecutive and as
+  // many as every other worker's, and keeps this worker's (local_devices_, the programs it runs
+  // and across_, the communicator between the workers). Otherwise all of them are this process's.
+  void span_workers(const std::string& strategy, const std::vector<std::string>& program_devices);
+  // This worker's programs among the lowered ones.
+  void keep_this_workers(compile::LoweringOptions& o) const {
+    o.first_program = first_program_;
+    o.program_count = program_count_;
+  }
+  std::vector<std::string> local_devices_;  // this process's devices, by their own names
+  std::shared_ptr<comm::Communicator> across_;  // between the workers; null: this process alone
+  int first_program_ = 0, program_count_ = -1;
 };
 
 // A feed split by rows over the `k` devices that share it (the first rows % k take one more).
@@ -85,8 +107,9 @@ graph::Layout split_rows(const graph::Node& feed, int k, const std::string& stra
 compile::LoweringOptions data_parallel(int micro_batches, const std::string& strategy, const std::vector<std::string>& devices, std::size_t bucket_bytes,
                                        bool all_reduce_bf16);
 
-// `devices` in canonical form ("cpu" -> "cpu:0"); an empty list or one naming a device twice is
-// a ValueError that names `strategy`.
+// `devices` in canonical form ("cpu" -> "cpu:0", "worker:1/cpu" -> "worker:1/cpu:0"); an empty
+// list, one naming a device twice, a worker that is not among this process's, or a list that
+// names the workers of some devices but not of others is a ValueError that names `strategy`.
 std::vector<std::string> distinct_devices(const std::string& strategy, const std::vector<std::string>& devices);
 
 }  // namespace tandem::distribute

@@ -3,6 +3,17 @@
 //   multiworker_child default OUT_FILE           Default strategy, one process
 //   multiworker_child workers L OUT_FILE         MultiWorkerMirrored, L virtual devices per worker
 //                                                (L = "rank+1": a different count on each worker)
+//   multiworker_child deep OUT_FILE              Default strategy, one process, the deeper model below
+//   multiworker_child spread KIND L OUT_FILE     the deeper model under a strategy over the devices
+//                                                of every worker (across_workers, L per worker):
+//     pipeline   Pipeline, one stage per worker (its L devices replicas), 4 micro-batches, 1F1B
+//     pipemodel  Pipeline of 2 stages (from dense_2 on), each replica of a stage over 2 devices that
+//                split its Dense layers (Megatron's pairs), workers·L/4 replicas: data × pipeline × model
+//     split      ModelSplit by placement, the layers over all the devices
+//     mesh       ModelSplit over a 2 × (workers·L/2) mesh (batch × model), Megatron's split of the
+//                first two Dense layers: the model axis within a worker, or across workers
+//     model      ModelSplit over a mesh of one "model" axis over every device: each weight's
+//                blocks on different workers
 //   multiworker_child compare A B TOLERANCE      exit 0 when every number of B is within
 //                                                TOLERANCE·max|A| of A's, else print and exit 1
 //
@@ -65,11 +76,14 @@ void append(std::vector<double>& out, const tandem::Tensor& t) {
   for (int64_t i = 0; i < t.size(); ++i) out.push_back(t.item(i));
 }
 
-int train(tandem::distribute::StrategyPtr strategy, const std::string& out_file) {
+int train(tandem::distribute::StrategyPtr strategy, const std::string& out_file, bool deep = false) {
   namespace tl = tandem::layers;
   tandem::set_random_seed(5);
   const tandem::Dataset data = make_data();
-  tandem::Sequential model({tl::InputLayer({kFeatures}), tl::Dense(24, "relu"), tl::Dropout(0.2), tl::Dense(kClasses)});
+  std::vector<tandem::LayerRef> layers{tl::InputLayer({kFeatures}), tl::Dense(24, "relu"), tl::Dropout(0.2)};
+  if (deep) layers.insert(layers.end(), {tl::Dense(16, "relu"), tl::Dense(12, "relu")});
+  layers.push_back(tl::Dense(kClasses));
+  tandem::Sequential model(layers);
   model.compile({.optimizer = tandem::optimizers::Adam(1e-2),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                  .metrics = {"accuracy"},
@@ -94,6 +108,24 @@ int train(tandem::distribute::StrategyPtr strategy, const std::string& out_file)
   std::ofstream out(out_file, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(numbers.data()), static_cast<std::streamsize>(numbers.size() * sizeof(double)));
   return out ? 0 : 1;
+}
+
+tandem::distribute::StrategyPtr spread(const std::string& kind, int local) {
+  namespace dist = tandem::distribute;
+  std::vector<std::string> devices;
+  for (int d = 0; d < local; ++d) devices.push_back("cpu:" + std::to_string(d));
+  const std::vector<std::string> all = dist::across_workers(devices);
+  const auto n = static_cast<int64_t>(all.size());
+  const dist::LayoutMap megatron{{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}}};
+  if (kind == "pipeline") return dist::Pipeline(all, {.micro_batches = 4, .replicas = local});
+  if (kind == "pipemodel")  // 2 stages, each over pairs of devices splitting its Dense layers, replicated over the rest
+    return dist::Pipeline(all, {.boundaries = {"dense_2"}, .micro_batches = 4, .replicas = n / 4, .model_split = 2,
+                                .layout_map = {{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}},
+                                               {"dense_2/kernel", {"", "model"}}, {"dense_2/bias", {"model"}}, {"dense_3/kernel", {"model", ""}}}});
+  if (kind == "split") return dist::ModelSplit(all);
+  if (kind == "mesh") return dist::ModelSplit(dist::DeviceMesh{{2, n / 2}, {"batch", "model"}, all}, megatron);
+  if (kind == "model") return dist::ModelSplit(dist::DeviceMesh{{n}, {"model"}, all}, megatron);
+  throw std::invalid_argument("unknown kind " + kind);
 }
 
 std::vector<double> read(const std::string& path) {
@@ -132,8 +164,10 @@ int main(int argc, char** argv) {
       for (int d = 0; d < local; ++d) devices.push_back("cpu:" + std::to_string(d));
       return train(tandem::distribute::MultiWorkerMirrored(devices), argv[3]);
     }
+    if (mode == "deep" && argc == 3) return train(tandem::distribute::Default(), argv[2], true);
+    if (mode == "spread" && argc == 5) return train(spread(argv[2], std::stoi(argv[3])), argv[4], true);
     if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));
-    std::fprintf(stderr, "usage: multiworker_child default OUT | workers L OUT | compare A B TOLERANCE\n");
+    std::fprintf(stderr, "usage: multiworker_child default OUT | workers L OUT | deep OUT | spread KIND L OUT | compare A B TOLERANCE\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "multiworker_child: %s\n", e.what());

@@ -15,18 +15,7 @@ set -euo pipefail
 mpirun=$1 child=$2 resume=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-# mpirun refuses root unless told; containers often run as root.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Loopback TCP between the processes, the transport a cluster uses.
-launch() {
-  local np=$1
-  shift
-  "$mpirun" -np "$np" --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "$@"
-}
-fail() {
-  echo "FAILED: $*"
-  exit 1
-}
+source "$(dirname "$0")/mpi_common.sh"
 
 echo "== 1. every worker count and device count equals Default"
 "$child" default "$dir/default.bin" >/dev/null
@@ -47,25 +36,7 @@ grep -q "every worker needs the same number of local devices, got 1, 2" "$dir/lo
 echo "unequal device counts: $(grep -o "MultiWorkerMirrored: every worker[^)]*)" "$dir/log" | head -1)"
 
 echo "== 2. a lost worker stops the others; restarting all resumes exactly"
-export RESUME_CHILD_STRATEGY=multiworker
-launch 2 "$resume" "$dir/backup-full" "$dir/full.out" >/dev/null 2>&1 || fail "uninterrupted run"
-for how in kill stop; do
-  start=$(date +%s)
-  status=0
-  RESUME_CHILD_STOP_WORKER=1 RESUME_CHILD_STOP_HOW=$how RESUME_CHILD_TIMEOUT_MS=8000 \
-    launch 2 "$resume" "$dir/backup-$how" "$dir/$how.out" 40 >"$dir/log" 2>&1 || status=$?
-  took=$(($(date +%s) - start))
-  [[ $status -ne 0 ]] || { cat "$dir/log"; fail "$how: the job exited 0"; }
-  ((took <= 60)) || fail "$how: the others took $took s to stop"
-  # The message naming the lost worker: mpirun's for a killed process, Tandem's for a silent one.
-  if [[ $how == kill ]]; then pattern="rank 1 .* exited on signal 9"; else pattern="No answer from worker 1"; fi
-  grep -q "$pattern" "$dir/log" || { cat "$dir/log"; fail "$how: no message naming worker 1"; }
-  echo "$how: exit $status after $took s: $(grep -o "$pattern[^.]*" "$dir/log" | head -1)"
-  [[ -e "$dir/backup-$how" ]] || fail "$how: no backup was written"
-  launch 2 "$resume" "$dir/backup-$how" "$dir/$how.out" >"$dir/log" 2>&1 || { cat "$dir/log"; fail "$how: restart"; }
-  cmp "$dir/full.out" "$dir/$how.out" || fail "$how: the resumed run differs from the uninterrupted one"
-  echo "$how: restarted run identical to the uninterrupted one"
-done
+lost_worker_resumes multiworker "$dir"
 echo "== 3. streamed data: each worker reads only its rows"
 MULTIWORKER_CHILD_STREAMED=1 "$child" default "$dir/streamed.bin" >/dev/null
 echo -n "streamed, one process: "

@@ -10,7 +10,8 @@
 // step would write. With RESUME_CHILD_STRATEGY=pipeline in the environment it trains under
 // Pipeline over cpu:0 and cpu:1 with 2 micro-batches instead of Default; with =mesh, under
 // ModelSplit over a 2×2 mesh (batch × model); with =multiworker, under MultiWorkerMirrored (one
-// device per worker, started by mpirun), where only the chief writes OUT_FILE and
+// device per worker, started by mpirun); with =spread_pipeline, under Pipeline with one stage on
+// each worker's cpu:0 (across_workers). Under mpirun only the chief writes OUT_FILE and
 // RESUME_CHILD_STOP_WORKER=W makes only worker W reach KILL_AT_STEP, which with
 // RESUME_CHILD_STOP_HOW=stop it reaches by stopping (SIGSTOP) instead of dying;
 // RESUME_CHILD_TIMEOUT_MS sets the strategy's timeout.
@@ -79,7 +80,9 @@ int run(int argc, char** argv) {
   if (name == "mesh")  // Megatron's split of the first two layers, data parallel over the rows
     strategy = dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, {"cpu:0", "cpu:1", "cpu:2", "cpu:3"}},
                                 {{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}}});
-  if (name == "multiworker") strategy = dist::MultiWorkerMirrored({"cpu:0"}, {.timeout_ms = std::stoll(env_or("RESUME_CHILD_TIMEOUT_MS", "60000"))});
+  const int64_t timeout_ms = std::stoll(env_or("RESUME_CHILD_TIMEOUT_MS", "60000"));
+  if (name == "multiworker") strategy = dist::MultiWorkerMirrored({"cpu:0"}, {.timeout_ms = timeout_ms});
+  if (name == "spread_pipeline") strategy = dist::Pipeline(dist::across_workers({"cpu:0"}), {.micro_batches = 2, .timeout_ms = timeout_ms});
   model.compile({.optimizer = tandem::optimizers::Adam(3e-3),
                  .loss = tandem::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                  .metrics = {"accuracy"},

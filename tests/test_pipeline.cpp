@@ -27,12 +27,16 @@ namespace {
 // a zero gradient, so it stays at rounding noise (1e-9) in either strategy.
 double weights_apart(const std::vector<Tensor>& a, const std::vector<Tensor>& b) { return max_relative_difference(a, b, 1e-3); }
 
-enum class Net { Mlp, Cnn, Skip, Deep };
+enum class Net { Mlp, Named, Cnn, Skip, Deep };
 
 std::unique_ptr<tandem::Model> make(Net net) {
   if (net == Net::Mlp)
     return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
         tl::InputLayer({20}), tl::Dense(32, "relu"), tl::Dropout(0.25), tl::Dense(32, "tanh"), tl::Dense(16, "relu"), tl::Dense(5)});
+  if (net == Net::Named)  // the MLP with its layers named as a first model's are, for layout maps
+    return std::make_unique<tandem::Sequential>(std::vector<tandem::LayerRef>{
+        tl::InputLayer({20}), tl::Dense(32, "relu", {.name = "dense"}), tl::Dropout(0.25, "dropout"),
+        tl::Dense(32, "tanh", {.name = "dense_1"}), tl::Dense(16, "relu", {.name = "dense_2"}), tl::Dense(5, "", {.name = "dense_3"})});
   if (net == Net::Deep) {  // eight layers: four stages of two chunks each
     std::vector<tandem::LayerRef> layers{tl::InputLayer({20})};
     for (int i = 0; i < 7; ++i) layers.push_back(tl::Dense(24, i % 2 ? "tanh" : "relu"));
@@ -142,6 +146,41 @@ TEST_CASE("pipeline: under 2 stages × 2 replicas each replica sends to its coun
     CHECK(group == (d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3}));
   }
   CHECK(plan.fetches[0].programs == std::vector<int>{2, 3});  // the loss: partial sums on the last stage
+}
+
+TEST_CASE("pipeline: stages split over model-split devices (data × pipeline × model on 4 and 8 devices) end five steps with Default's weights") {
+  // Megatron's pair in each stage: a column-split Dense, then a row-split one.
+  const dist::LayoutMap megatron{{"dense/kernel", {"", "model"}},   {"dense/bias", {"model"}},
+                                 {"dense_1/kernel", {"model", ""}}, {"dense_2/kernel", {"", "model"}},
+                                 {"dense_2/bias", {"model"}},       {"dense_3/kernel", {"model", ""}}};
+  const std::vector<Tensor> reference = five_steps(Net::Named, dist::Default());
+  for (int64_t replicas : {1, 2})
+    for (int64_t micro : {2, 4})
+      for (auto schedule : {dist::PipelineSchedule::GPipe, dist::PipelineSchedule::OneFOneB}) {
+        INFO(replicas << " replicas, " << micro << " micro-batches, " << (schedule == dist::PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
+        const dist::PipelineOptions o{.boundaries = {"dense_2"}, .micro_batches = micro, .schedule = schedule, .replicas = replicas,
+                                      .model_split = 2, .layout_map = megatron};
+        const auto weights = five_steps(Net::Named, dist::Pipeline(cpus(static_cast<int>(4 * replicas)), o));
+        CHECK(weights_apart(weights, reference) <= 1e-5);
+      }
+  // Each device of the first stage holds half of dense's kernel columns, none of dense_2's.
+  const LayeredGraph lg({{"dense", 16}, {"dense_1", 16}, {"dense_2", 16}, {"dense_3", 16}}, 8, 8);
+  const tandem::compile::Plan plan =
+      dist::Pipeline(cpus(4), {.boundaries = {"dense_2"}, .model_split = 2, .layout_map = megatron})->lower(lg.g, lg.fetches, 1);
+  REQUIRE(plan.programs.size() == 4);
+  for (int d = 0; d < 4; ++d) {
+    INFO("device " << d);
+    int kernels = 0;
+    for (const auto& [id, shard] : plan.programs[static_cast<std::size_t>(d)].shards) {
+      const auto& vars = lg.g.variables();
+      const auto& v = *std::find_if(vars.begin(), vars.end(), [id](const graph::VariableInfo& info) { return info.id == id; });
+      ++kernels;
+      CHECK(v.path.starts_with(d < 2 ? "dense/" : "dense_2/") != v.path.starts_with(d < 2 ? "dense_1/" : "dense_3/"));
+      CHECK(shard.extent * 2 == v.type.shape[shard.axis]);
+      CHECK(shard.offset == (d % 2) * shard.extent);
+    }
+    CHECK(kernels == 2);  // its stage's two kernels
+  }
 }
 
 TEST_CASE("pipeline: the Transformer example's model (residual connections across stages, attention dropout) trains like Default") {

@@ -63,6 +63,24 @@ struct Worker {
 };
 Worker this_worker();
 
+// The devices `local` of every worker this process was started with, worker by worker, named
+// "worker:W/<device>" ({"worker:0/cpu:0", "worker:1/cpu:0"} for two workers): given these, any
+// strategy places its work on the devices of all the processes as it would on one process's —
+// Pipeline's stages on different workers, ModelSplit's layers or mesh across them — and each
+// worker runs the part on its own devices, sending activations and gradients to the others over
+// MPI. Every worker builds the same model and strategy and calls fit together. A process started
+// alone gets `local` back.
+std::vector<std::string> across_workers(const std::vector<std::string>& local = {"cpu:0"});
+
+// For each axis of a weight, the mesh axis it is split over, or "" where it is whole: a Dense
+// kernel (in, out) split by columns is {"", "model"}, by rows {"model", ""}.
+using TensorLayout = std::vector<std::string>;
+
+// Regular expressions over weight paths ("dense_1/kernel"), each with a layout; a weight takes
+// the layout of the first expression found in its path (as Keras's re.search), and is whole on
+// every device if none is. Optimizer slots follow their weight.
+using LayoutMap = std::vector<std::pair<std::string, TensorLayout>>;
+
 enum class PipelineSchedule {
   GPipe,     // every micro-batch's forward, then every backward: M micro-batches in flight
   OneFOneB,  // PipeDream-flush: after a warm-up, one forward and one backward in turn; stage s of S
@@ -89,6 +107,14 @@ struct PipelineOptions {
   // each replica on its share of the micro-batch's rows, the stage's gradients all-reduced among
   // its replicas (4 devices: 2 stages × 2 replicas).
   int64_t replicas = 1;
+  // Tensor parallelism within each stage (and each of its replicas): its layers run on
+  // `model_split` devices together, each weight split over them as `layout_map` gives it to the
+  // mesh axis "model" (ModelSplit's mesh form: {{"dense/kernel", {"", "model"}}, ...}), the
+  // activations' layouts following from the ops. Stage s, replica r uses the `model_split`
+  // devices from (s·replicas + r)·model_split on: with devices across workers
+  // (across_workers), data × pipeline × model parallelism over processes.
+  int64_t model_split = 1;
+  LayoutMap layout_map{};
   int64_t timeout_ms = 60000;  // a transfer between stages that waits longer raises an error
 };
 
@@ -117,15 +143,6 @@ struct DeviceMesh {
   std::vector<std::string> axis_names{};
   std::vector<std::string> devices{};
 };
-
-// For each axis of a weight, the mesh axis it is split over, or "" where it is whole: a Dense
-// kernel (in, out) split by columns is {"", "model"}, by rows {"model", ""}.
-using TensorLayout = std::vector<std::string>;
-
-// Regular expressions over weight paths ("dense_1/kernel"), each with a layout; a weight takes
-// the layout of the first expression found in its path (as Keras's re.search), and is whole on
-// every device if none is. Optimizer slots follow their weight.
-using LayoutMap = std::vector<std::pair<std::string, TensorLayout>>;
 
 struct ShardingOptions {
   std::string batch_axis = "batch";  // the mesh axis that splits each batch by rows (if the mesh has it)

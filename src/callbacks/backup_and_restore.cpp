@@ -98,7 +98,9 @@ class BackupAndRestoreCallback final : public Callback {
   void on_train_batch_end(int64_t, const Logs&) override {
     if (o_.save_freq.per_epoch()) return;
     const FitProgress& at = model_->fit_progress();
-    if (writer_ && at.steps % o_.save_freq.batches == 0) backup(at);
+    if (at.steps % o_.save_freq.batches != 0) return;
+    if (writer_) backup(at);
+    else model_->get_weights();  // the chief's read of the weights may need every worker's (Strategy::spreads_variables)
   }
 
   void on_epoch_end(int epoch, const Logs& logs) override {

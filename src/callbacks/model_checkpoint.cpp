@@ -296,7 +296,10 @@ class ModelCheckpointCallback final : public Callback {
   void save(int epoch, int64_t batch, const Logs& logs) {
     const std::string path = file_path(epoch, batch, logs);
     if (!should_save(epoch, logs, path)) return;  // every worker keeps the best value
-    if (!distribute::this_worker().chief()) return;     // only the chief writes
+    if (!distribute::this_worker().chief()) {  // only the chief writes; the others take part in reading the weights
+      model_->get_weights();
+      return;
+    }
     std::error_code ec;
     if (fs::is_directory(path, ec))
       throw Error("Please specify a non-directory filepath for ModelCheckpoint. Filepath used is an existing directory: " + path);

@@ -14,4 +14,9 @@ namespace tandem::comm {
 
 std::shared_ptr<Communicator> local_communicator(const std::vector<std::string>& devices);
 
+// The communicator over a strategy's devices (in rank order), waiting at most `timeout`: the
+// local one, or where they are the devices of several workers ("worker:W/cpu:0", the same count
+// on each, worker by worker) a SpanningCommunicator over them (comm/spanning.h).
+std::shared_ptr<Communicator> devices_communicator(const std::vector<std::string>& devices, std::chrono::milliseconds timeout);
+
 }  // namespace tandem::comm

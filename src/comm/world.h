@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "comm/communicator.h"
+#include "comm/mailbox.h"
 #include "tandem/distribute.h"
 
 namespace tandem::comm {
@@ -18,5 +19,7 @@ int workers_on_this_machine();
 // The communicator between the workers, one rank per process (rank = worker): made once and
 // shared. Raises when the build has no MPI.
 std::shared_ptr<Communicator> worker_communicator();
+// The same processes' mailbox, for messages between devices of different workers.
+std::shared_ptr<Mailbox> worker_mailbox();
 
 }  // namespace tandem::comm

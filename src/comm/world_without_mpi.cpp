@@ -28,4 +28,6 @@ std::shared_ptr<Communicator> worker_communicator() {
   throw Error("MultiWorkerMirrored: this build of Tandem has no MPI");
 }
 
+std::shared_ptr<Mailbox> worker_mailbox() { throw Error("a strategy over the devices of several workers: this build of Tandem has no MPI"); }
+
 }  // namespace tandem::comm

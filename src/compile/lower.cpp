@@ -204,7 +204,8 @@ class Lowering {
         for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices, s->in[i]);
       sig_[at(id)] = std::move(*s);
     }
-    for (Value f : fetches_) demands_[{f.node, f.index}].insert("fetch");
+    for (Value f : fetches_)
+      if (f.valid()) demands_[{f.node, f.index}].insert("fetch");
   }
 
   static std::string target(const std::vector<int>& devices, const Layout& layout) {
@@ -242,6 +243,10 @@ class Lowering {
     }
     // Fetches are read back by rows: one split along another axis is gathered first.
     for (Value f : fetches_) {
+      if (!f.valid()) {  // not in this graph: a pipeline stage's program lowered again holds only its own
+        fetched_.push_back({{}, Layout::replicated(), std::vector<Value>(at(k_)), {}});
+        continue;
+      }
       const Located& loc = value_[at(f.node)][at(f.index)];
       fetched_.push_back(loc.layout.is_split() && loc.layout.axis != 0 ? convert(f, loc.devices, Layout::replicated(), loc.stage) : loc);
     }

@@ -20,4 +20,14 @@ std::optional<DeviceName> read_device_name(const std::string& name) {
   return DeviceName{kind, std::stoi(index), logical.empty() ? -1 : std::stoi(logical)};
 }
 
+OnWorker read_worker_prefix(const std::string& name) {
+  const std::string prefix = "worker:";
+  if (name.rfind(prefix, 0) != 0) return {-1, name};
+  const auto slash = name.find('/');
+  const std::string number = name.substr(prefix.size(), slash == std::string::npos ? std::string::npos : slash - prefix.size());
+  if (slash == std::string::npos || number.empty() || number.size() > 6 || number.find_first_not_of("0123456789") != std::string::npos)
+    return {-2, name};
+  return {std::stoi(number), name.substr(slash + 1)};
+}
+
 }  // namespace tandem::core

@@ -25,4 +25,13 @@ struct DeviceName {
 // The parts of "kind", "kind:N" or "gpu:N/L"; nullopt when the name has none of these forms.
 std::optional<DeviceName> read_device_name(const std::string& name);
 
+// "worker:W/<device>" names <device> of worker W among several processes, for a strategy over
+// the devices of all of them (distribute::across_workers): {W, "<device>"}. A name without the
+// prefix is this process's device: {-1, name}. A malformed prefix gives worker -2.
+struct OnWorker {
+  int worker = -1;
+  std::string device;
+};
+OnWorker read_worker_prefix(const std::string& name);
+
 }  // namespace tandem::core

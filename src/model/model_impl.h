@@ -47,9 +47,7 @@ struct CompiledStep {
   // The loss, then each metric's sums, flattened: read where they live, partial sums added up
   // (over every worker's devices), a replicated value once.
   std::vector<double> scalars() const;
-  mutable std::vector<std::byte> fetched_;      // scalars()'s scratch: one fetch as read,
-  mutable std::vector<char> fetched_partial_;   // whether each value is a partial sum,
-  mutable std::vector<double> worker_sums_;     // and those summed over the workers
+  mutable std::vector<std::byte> fetched_;  // scalars()'s scratch: one fetch as read
   // Copies the `index`-th batch of the step (rows of `row_bytes` each) from host memory to the
   // devices: each of its micro-batches, each program its rows of them.
   void write(const std::vector<Feed>& to, const std::byte* batch, std::size_t row_bytes, int64_t index = 0) const;
@@ -125,8 +123,13 @@ struct Model::Impl {
   //   begin_steps() at the start of fit, evaluate and predict: host_view(), then host -> devices
   //                 (the host may have been written through a layer's set_weights).
   // Every entry point that runs steps or touches variables calls one of them. (`homes` is above.)
+  // Under a strategy that spreads the variables over the devices of several workers, host_view
+  // also completes each worker's host tensors from the others' (share_over_workers), so every
+  // worker calls it at the same points: fit does, and a callback that reads the weights on the
+  // chief mid-epoch has the other workers read them too (get_weights).
   bool devices_newer = false, host_newer = false;
   void host_view();
+  void share_over_workers();  // in worker_variables.cpp
   void host_changed() { host_newer = true; }
   void begin_steps();
   // Which layers and weights were trainable when the cached steps were made: a change

@@ -53,11 +53,13 @@ graph::Value masked_loss(graph::Graph& g, graph::Value per, graph::Value mask, c
 std::vector<double> CompiledStep::scalars() const {
   // The buffers below keep their capacity between steps, so a step allocates only the result.
   std::vector<double> values;
-  fetched_partial_.clear();
   auto read = [&](const Sums& f) {
     const compile::FetchSite& site = exe->plan().fetches[static_cast<std::size_t>(f.fetch)];
     const std::size_t at = values.size(), n = static_cast<std::size_t>(f.count), bytes = n * dtype_size(f.dtype);
     values.resize(at + n, 0.0);
+    // Partial sums are added over every program that holds one; of a value each holder has
+    // whole, the first holder's copy counts (over several workers, perhaps another's).
+    if (!site.layout.is_partial() && (site.programs.empty() || site.place(0) != 0)) return;
     fetched_.resize(std::max(fetched_.size(), bytes));
     for (int p : site.programs) {
       exe->copy_fetch(p, f.fetch, fetched_.data(), bytes);
@@ -66,18 +68,10 @@ std::vector<double> CompiledStep::scalars() const {
                                                 : double(reinterpret_cast<const float*>(fetched_.data())[i]);
       if (!site.layout.is_partial()) break;  // every program holds all of it
     }
-    fetched_partial_.insert(fetched_partial_.end(), n, site.layout.is_partial());
   };
   read(loss);
   for (const Sums& f : metrics) read(f);
-  if (strategy->workers() == 1) return values;
-  // Partial sums are summed over the workers too, in one exchange for all of them.
-  worker_sums_.clear();
-  for (std::size_t i = 0; i < values.size(); ++i)
-    if (fetched_partial_[i]) worker_sums_.push_back(values[i]);
-  strategy->sum_over_workers(worker_sums_);
-  for (std::size_t i = 0, j = 0; i < values.size(); ++i)
-    if (fetched_partial_[i]) values[i] = worker_sums_[j++];
+  strategy->sum_over_workers(values);  // in one exchange for all of them (none for a worker alone)
   return values;
 }
 
@@ -94,8 +88,10 @@ void CompiledStep::write(const std::vector<Feed>& to, const std::byte* batch, st
 
 void CompiledStep::read_rows(int fetch, std::byte* host, std::size_t row_bytes, int64_t rows) const {
   const compile::FetchSite& site = exe->plan().fetches[static_cast<std::size_t>(fetch)];
+  std::vector<int> places;  // this worker's
   if (!site.layout.is_split()) {
-    exe->copy_fetch(site.programs.front(), fetch, host, row_bytes * static_cast<std::size_t>(rows));
+    if (!site.programs.empty()) exe->copy_fetch(site.programs.front(), fetch, host, row_bytes * static_cast<std::size_t>(rows)), places = {site.place(0)};
+    strategy->gather_rows(host, row_bytes * static_cast<std::size_t>(rows), site.layout, places);
     return;
   }
   if (site.layout.axis != 0) throw Error("internal: a per-row fetch split along axis " + std::to_string(site.layout.axis));
@@ -103,8 +99,9 @@ void CompiledStep::read_rows(int fetch, std::byte* host, std::size_t row_bytes, 
     const int place = site.place(i);
     exe->copy_fetch(site.programs[i], fetch, host + static_cast<std::size_t>(site.layout.offset(place)) * row_bytes,
                     static_cast<std::size_t>(site.layout.shares[static_cast<std::size_t>(place)]) * row_bytes);
+    places.push_back(place);
   }
-  if (strategy->workers() > 1) strategy->gather_rows(host, row_bytes, site.layout);
+  strategy->gather_rows(host, row_bytes, site.layout, places);
 }
 
 int Model::Impl::sync_every() const { return strategy ? strategy->sync_every() : 1; }
@@ -130,6 +127,7 @@ void Model::Impl::host_view() {
   settle_steps();
   if (!devices_newer) return;
   homes.to_host(all_variables());
+  if (strategy && strategy->spreads_variables()) share_over_workers();
   devices_newer = false;
 }
 

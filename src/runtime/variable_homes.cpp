@@ -98,6 +98,28 @@ void VariableHomes::to_host(Variable& v) const {
   }
 }
 
+bool VariableHomes::holds_whole(const Variable& v) const {
+  auto it = homes_.find(v.id());
+  if (it == homes_.end()) return false;
+  for (const Home& h : it->second)
+    if (!h.shard) return true;
+  return false;
+}
+
+std::vector<compile::VariableShard> VariableHomes::blocks_held(const Variable& v) const {
+  std::vector<compile::VariableShard> blocks;
+  if (auto it = homes_.find(v.id()); it != homes_.end())
+    for (const Home& h : it->second)
+      if (h.shard) blocks.push_back(*h.shard);
+  return blocks;
+}
+
+void VariableHomes::copy_block(const Tensor& from, const compile::VariableShard& s, Tensor& to) {
+  std::vector<std::byte> block(shard_bytes(from, s));
+  pack(from, s, block.data());
+  unpack(block.data(), s, to);
+}
+
 void VariableHomes::to_host(const std::vector<VariablePtr>& vars) const {
   for (const VariablePtr& v : vars) to_host(*v);
 }

@@ -28,6 +28,11 @@ class VariableHomes {
   void to_host(const std::vector<VariablePtr>& vars) const;
   void to_host(Variable& v) const;
   void clear() { homes_.clear(); }
+  // What this process holds of `v`: all of it (a whole copy on some device), or blocks of it.
+  bool holds_whole(const Variable& v) const;
+  std::vector<compile::VariableShard> blocks_held(const Variable& v) const;
+  // Block `s` of `from` into the same place of `to` (whole tensors of one type).
+  static void copy_block(const Tensor& from, const compile::VariableShard& s, Tensor& to);
 
  private:
   struct Home {

@@ -21,13 +21,6 @@ constexpr std::size_t kPiece = std::size_t{1} << 30;
 int mod(int a, int k) { return ((a % k) + k) % k; }
 std::size_t chunk_begin(std::size_t count, int k, int c) { return count * static_cast<std::size_t>(c) / static_cast<std::size_t>(k); }
 
-std::string mpi_error(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  return std::string(text, static_cast<std::size_t>(length));
-}
-
 MPI_Comm duplicate(MPI_Comm comm) {
   MPI_Comm copy;
   MPI_Comm_dup(comm, &copy);
@@ -42,13 +35,21 @@ void scale(T* data, std::size_t count, int k) {
 }
 }  // namespace
 
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
 struct MpiCommunicator::Transfer {
   MPI_Request request = MPI_REQUEST_NULL;
   int peer = 0;
   bool receive = false;
 };
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm) : data_(duplicate(comm)), p2p_(duplicate(comm)), control_(duplicate(comm)) {
+MpiCommunicator::MpiCommunicator(MPI_Comm comm)
+    : data_(duplicate(comm)), p2p_(duplicate(comm)), control_(duplicate(comm)), mail_comm_(duplicate(comm)) {
   MPI_Comm_rank(data_, &rank_);
   MPI_Comm_size(data_, &size_);
 }
@@ -58,7 +59,8 @@ MpiCommunicator::~MpiCommunicator() {
   MPI_Finalized(&finalized);
   if (finalized || broken_) return;  // a broken communicator's requests may still be posted
   for (Reply& r : replies_) MPI_Wait(&r.request, MPI_STATUS_IGNORE);
-  for (MPI_Comm* c : {&data_, &p2p_, &control_}) MPI_Comm_free(c);
+  for (Posted& p : posted_) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+  for (MPI_Comm* c : {&data_, &p2p_, &control_, &mail_comm_}) MPI_Comm_free(c);
 }
 
 void MpiCommunicator::begin(int rank, const char* what) {

@@ -11,15 +11,21 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <list>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/mailbox.h"
 
 namespace tandem::comm {
 
-class MpiCommunicator final : public Communicator {
+// MPI's text for an error code.
+std::string mpi_error(int code);
+
+class MpiCommunicator final : public Communicator, public Mailbox {
  public:
   // Over the processes of `comm` (duplicated: its traffic never meets anyone else's).
   explicit MpiCommunicator(MPI_Comm comm);
@@ -42,6 +48,10 @@ class MpiCommunicator final : public Communicator {
   void reset() override;
   CommStats stats() const override;
   std::shared_ptr<Communicator> subgroup(const std::vector<int64_t>& ranks) const override;
+  // The devices' messages between workers (comm/mailbox.h; mpi_mailbox.cpp). Unlike the calls
+  // above, a take waits without holding MPI, so the worker's other threads post and take meanwhile.
+  void post(int worker, const MessageKey& key, const void* data, std::size_t bytes) override;
+  void take(int worker, const MessageKey& key, void* data, std::size_t bytes) override;
 
   // True once a collective could not finish: the process must not wait for the others at exit.
   bool broken() const { return broken_; }
@@ -61,9 +71,11 @@ class MpiCommunicator final : public Communicator {
   void all_gather_ring(T* data, const std::vector<std::size_t>& bounds);
   void all_reduce_bf16(float* data, std::size_t count, ReduceOp op);
   std::string abort_reason() const;
+  void usable(const char* what);  // raises once broken or aborted
+  void collect_mail();  // arrived messages into mail_, finished posts out of posted_
   std::string worker(int r) const { return "worker " + std::to_string(r); }
 
-  MPI_Comm data_ = MPI_COMM_NULL, p2p_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  MPI_Comm data_ = MPI_COMM_NULL, p2p_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL, mail_comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::mutex mutex_;  // one call at a time: MPI is initialised for serialised use
   uint64_t sequence_ = 0;  // calls begun, compared with the peers' when one does not arrive
@@ -81,6 +93,12 @@ class MpiCommunicator final : public Communicator {
     MPI_Request request;
   };
   std::deque<Reply> replies_;  // answers to probes, kept until MPI has sent them
+  struct Posted {
+    std::vector<std::byte> bytes;  // the key, then the message: MPI reads it until the send completes
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::list<Posted> posted_;  // a list: a buffer MPI is reading never moves
+  std::map<std::pair<int, MessageKey>, std::deque<std::vector<std::byte>>> mail_;  // by sender and key, oldest first
   mutable std::mutex stats_mutex_;
   CommStats stats_;
 };

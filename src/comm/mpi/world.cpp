@@ -70,4 +70,10 @@ std::shared_ptr<Communicator> worker_communicator() {
   return p.comm;
 }
 
+std::shared_ptr<Mailbox> worker_mailbox() {
+  MpiProcess& p = process();
+  if (!p.comm) throw Error("internal: no mailbox between workers in a process started alone");
+  return p.comm;
+}
+
 }  // namespace tandem::comm
