@@ -38,7 +38,7 @@ class ModelSplitStrategy : public Strategy {
     compile::LoweringOptions o;
     o.devices = devices_;
     o.place = [device_of, last](const graph::Node& n) -> std::vector<int> {
-      if (n.scope == "loss" || n.phase == graph::Phase::Metric) return {last};
+      if (n.role == graph::Role::Loss || n.phase == graph::Phase::Metric) return {last};
       const auto it = device_of.find(n.scope);
       return it == device_of.end() ? std::vector<int>{} : std::vector<int>{it->second};
     };

@@ -110,7 +110,7 @@ class ShardingStrategy : public Strategy {
       const std::size_t local = l.local(v.type, 0).bytes();
       whole += v.type.bytes();
       per_device += local;
-      t.rows.push_back({v.path, v.type.shape.str(), l.is_split() ? layout_str(layouts_.of(v.path, v.type.shape)) : "whole", std::to_string(local)});
+      t.rows.push_back({v.path, v.type.shape.str(), l.is_split() ? layout_str(layouts_.of(v)) : "whole", std::to_string(local)});
     }
     t.notes.push_back("Each device holds " + std::to_string(per_device) + " of the " + std::to_string(whole) + " weight bytes (" +
                       percent(whole ? double(per_device) / double(whole) : 0) + "); optimizer slots are split with their weights");
@@ -137,9 +137,9 @@ class ShardingStrategy : public Strategy {
   // A weight's layout over the `k` devices that split the weights.
   graph::Layout layout_of(const graph::VariableInfo& v, int k) const {
     if (rows_ > 1)
-      for (const std::string& axis : layouts_.of(v.path, v.type.shape))
+      for (const std::string& axis : layouts_.of(v))
         if (axis == options_.batch_axis)
-          throw ValueError("ModelSplit: the layout " + layout_str(layouts_.of(v.path, v.type.shape)) + " of weight '" + v.path +
+          throw ValueError("ModelSplit: the layout " + layout_str(layouts_.of(v)) + " of weight '" + v.path +
                            "' splits it over the batch axis '" + axis + "'; with a batch axis and a model axis '" + weight_axis_ +
                            "' weights split over the model axis only");
     return weight_axis_.empty() ? graph::Layout::replicated() : layouts_.split_over(v, weight_axis_, k);

@@ -72,7 +72,7 @@ class PipelineStrategy : public Strategy {
     const int stages = stages_, replicas = replicas_, chunks = chunks_, last = stages * chunks - 1;
     const std::map<std::string, int> chunk_of = assign_stages(g, options_.boundaries, stages * chunks, stages);
     auto chunk = [chunk_of, last](const graph::Node& n) {
-      if (n.scope == "loss" || n.phase == graph::Phase::Metric) return last;
+      if (n.role == graph::Role::Loss || n.phase == graph::Phase::Metric) return last;
       const auto it = chunk_of.find(n.scope);
       return it == chunk_of.end() ? -1 : it->second;
     };

@@ -40,7 +40,7 @@ std::vector<bool> runs(const graph::Graph& g) {
   std::vector<bool> live(static_cast<std::size_t>(g.size()), false);
   for (int id = g.size(); id-- > 0;) {
     const graph::Node& n = g.node(id);
-    if (n.def->has_side_effects || n.scope == "loss" || n.phase == graph::Phase::Metric) live[static_cast<std::size_t>(id)] = true;
+    if (n.def->has_side_effects || n.role == graph::Role::Loss || n.phase == graph::Phase::Metric) live[static_cast<std::size_t>(id)] = true;
     if (!live[static_cast<std::size_t>(id)]) continue;
     for (graph::Value in : n.inputs) live[static_cast<std::size_t>(in.node)] = true;
     for (int a : n.after) live[static_cast<std::size_t>(a)] = true;
@@ -65,7 +65,7 @@ std::vector<LayerCost> layer_costs(const graph::Graph& g) {
   for (int id = 0; id < g.size(); ++id) {
     const graph::Node& n = g.node(id);
     const bool computes = n.def->source == ops::Source::Kernel;  // variables' nodes carry their owner's path
-    if (computes && n.phase == graph::Phase::Forward && !n.scope.empty() && n.scope != "loss" && !index.count(n.scope)) {
+    if (computes && n.phase == graph::Phase::Forward && !n.scope.empty() && n.role != graph::Role::Loss && !index.count(n.scope)) {
       index[n.scope] = costs.size();
       costs.push_back({n.scope, 0});
     }

@@ -37,25 +37,23 @@ WeightLayouts::WeightLayouts(std::string strategy, LayoutMap map, const std::vec
   }
 }
 
-TensorLayout WeightLayouts::of(const std::string& path, const Shape& shape) const {
-  std::string owner = path;
-  if (owner.starts_with("optimizer/") && owner.find('/', 10) != std::string::npos)
-    owner = owner.substr(10, owner.rfind('/') - 10);  // "optimizer/<weight path>/<slot>"
+TensorLayout WeightLayouts::of(const graph::VariableInfo& v) const {
+  if (v.role == graph::Role::Optimizer && v.slot_of.empty()) return {};
+  const std::string& weight = v.slot_of.empty() ? v.path : v.slot_of;
+  const Shape& shape = v.type.shape;
   for (std::size_t i = 0; i < patterns_.size(); ++i)
-    if (std::regex_search(owner, patterns_[i])) {
+    if (std::regex_search(weight, patterns_[i])) {
       const TensorLayout& l = map_[i].second;
-      if (static_cast<int>(l.size()) != shape.rank()) {
-        if (owner != path) return {};  // iterations, learning rate: not a slot of this weight
+      if (static_cast<int>(l.size()) != shape.rank())
         throw ValueError(strategy_ + ": layout_map['" + map_[i].first + "'] = " + layout_str(l) + " gives " + std::to_string(l.size()) +
-                         " axes to weight '" + path + "' of shape " + shape.str() + "; it needs " + std::to_string(shape.rank()));
-      }
+                         " axes to weight '" + weight + "' of shape " + shape.str() + "; it needs " + std::to_string(shape.rank()));
       return l;
     }
   return {};
 }
 
 graph::Layout WeightLayouts::split_over(const graph::VariableInfo& v, const std::string& axis, int k) const {
-  const TensorLayout l = of(v.path, v.type.shape);
+  const TensorLayout l = of(v);
   for (std::size_t a = 0; a < l.size(); ++a) {
     if (l[a] != axis) continue;
     const int64_t extent = v.type.shape[static_cast<int>(a)];
@@ -72,7 +70,7 @@ void WeightLayouts::warn_unmatched(const graph::Graph& g) const {
   std::call_once(warned_, [&] {
     std::vector<std::string> paths;
     for (const graph::VariableInfo& v : g.variables())
-      if (!v.path.starts_with("optimizer/")) paths.push_back(v.path);
+      if (v.role != graph::Role::Optimizer) paths.push_back(v.path);
     for (std::size_t i = 0; i < patterns_.size(); ++i)
       if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return std::regex_search(p, patterns_[i]); }))
         std::cerr << strategy_ << ": warning: layout_map['" << map_[i].first << "'] matches no weight; the weights are " << join(paths) << "\n";

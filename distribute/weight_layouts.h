@@ -19,8 +19,9 @@ class WeightLayouts {
   // `strategy` names the errors; a layout naming an axis not among `mesh_axes`, or an expression
   // that is not a regular expression, is a ValueError.
   WeightLayouts(std::string strategy, LayoutMap map, const std::vector<std::string>& mesh_axes);
-  // The TensorLayout of a weight path (an optimizer slot's: its weight's), or none.
-  TensorLayout of(const std::string& path, const Shape& shape) const;
+  // The TensorLayout of a weight (an optimizer slot's: its weight's), or none (the optimizer's
+  // counters and learning rate).
+  TensorLayout of(const graph::VariableInfo& v) const;
   // The weight's layout over the `k` devices of mesh axis `axis`: split along the first of its
   // axes that its TensorLayout gives to `axis` (which `k` must divide), else replicated.
   graph::Layout split_over(const graph::VariableInfo& v, const std::string& axis, int k) const;

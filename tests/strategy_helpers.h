@@ -70,7 +70,7 @@ struct LayeredGraph {
     }
     tandem::graph::Value loss;
     {
-      tandem::graph::ScopeGuard scope(g, "loss");
+      tandem::graph::ScopeGuard scope(g, "loss", tandem::graph::Role::Loss);
       loss = tandem::ops::micro_sum(g, tandem::ops::reduce_sum(g, tandem::ops::mul(g, h, h), {0, 1}));
     }
     std::vector<tandem::graph::Value> grads = tandem::autodiff::gradients(g, g.node(loss.node).inputs[0], weights);

@@ -55,14 +55,22 @@ struct DevicePlan {
   }
 };
 
+using Kind = graph::Communication::Kind;
+
+// A collective over ranks 0..k-1.
+graph::Communication over(Kind kind, int k) {
+  graph::Communication c{.kind = kind};
+  for (int r = 0; r < k; ++r) c.group.push_back(r);
+  return c;
+}
+
 // Device d's loss: sum(y ⊙ y ⊙ w_d) over the collective's output y; the fetches are the loss and
 // the gradient of the loss with respect to the device's input x.
-graph::Graph collective_graph(const std::string& op, int ranks, const Shape& in, const Shape& out,
-                              std::vector<graph::Value>& fetches) {
+graph::Graph collective_graph(Kind kind, int ranks, const Shape& in, const Shape& out, std::vector<graph::Value>& fetches) {
   graph::Graph g;
   const graph::Value x = g.placeholder("x", {in, DType::F64});
   const graph::Value w = g.placeholder("w", {out, DType::F64});
-  const graph::Value y = g.add(op, {x}, {{"ranks", int64_t{ranks}}});
+  const graph::Value y = g.communicate(over(kind, ranks), {x})[0];
   const graph::Value loss = ops::reduce_sum(g, ops::mul(g, ops::mul(g, y, y), w), {0, 1});
   fetches = {loss, tandem::autodiff::gradients(g, loss, {x})[0], y};
   return g;
@@ -74,9 +82,9 @@ struct Case {
   std::vector<graph::Graph> graphs;
   std::vector<std::vector<graph::Value>> fetches;
   std::vector<std::vector<double>> xs, ws;
-  Case(const std::string& op, int k, int64_t in_rows, int64_t out_rows, unsigned seed) : fetches(static_cast<std::size_t>(k)) {
+  Case(Kind kind, int k, int64_t in_rows, int64_t out_rows, unsigned seed) : fetches(static_cast<std::size_t>(k)) {
     for (int d = 0; d < k; ++d) {
-      graphs.push_back(collective_graph(op, k, Shape{in_rows, 3}, Shape{out_rows, 3}, fetches[static_cast<std::size_t>(d)]));
+      graphs.push_back(collective_graph(kind, k, Shape{in_rows, 3}, Shape{out_rows, 3}, fetches[static_cast<std::size_t>(d)]));
       xs.push_back(random_values(static_cast<std::size_t>(3 * in_rows), seed + static_cast<unsigned>(d)));
       ws.push_back(random_values(static_cast<std::size_t>(3 * out_rows), seed + 10 + static_cast<unsigned>(d)));
     }
@@ -118,7 +126,7 @@ void check_gradients(DevicePlan& p, std::vector<std::vector<double>> xs, const s
 TEST_CASE("collective ops: all_gather concatenates the ranks' rows, and its gradient (a reduce_scatter) passes the f64 check") {
   for (int k : {2, 4}) {
     INFO(k << " devices");
-    Case c("all_gather", k, 2, 2 * k, 10);
+    Case c(Kind::AllGather, k, 2, 2 * k, 10);
     const std::vector<std::vector<double>>& xs = c.xs;
     bool has_reduce_scatter = false;
     for (int n = 0; n < c.graphs[0].size(); ++n) has_reduce_scatter = has_reduce_scatter || c.graphs[0].node(n).op == "reduce_scatter";
@@ -137,7 +145,7 @@ TEST_CASE("collective ops: all_gather concatenates the ranks' rows, and its grad
 TEST_CASE("collective ops: reduce_scatter gives each rank its rows of the sum, and its gradient (an all_gather) passes the f64 check") {
   for (int k : {2, 4}) {
     INFO(k << " devices");
-    Case c("reduce_scatter", k, 2 * k, 2, 30);
+    Case c(Kind::ReduceScatter, k, 2 * k, 2, 30);
     const std::vector<std::vector<double>>& xs = c.xs;
     DevicePlan plan(std::move(c.graphs), c.fetches);
     total_loss(plan, xs, c.ws);
@@ -156,8 +164,9 @@ TEST_CASE("collective ops: reduce_scatter gives each rank its rows of the sum, a
 TEST_CASE("collective ops: a value sent from cpu:1 arrives on cpu:0; rows that do not divide among the ranks are refused") {
   graph::Graph sender, receiver;
   const graph::Value x = sender.placeholder("x", {Shape{2, 2}, DType::F64});
-  sender.add_multi("send", {ops::scale(sender, x, 3.0)}, {{"peer", int64_t{0}}});
-  const graph::Value got = receiver.add("recv", {}, {{"peer", int64_t{1}}, {"shape", std::vector<int64_t>{2, 2}}, {"dtype", int64_t(DType::F64)}});
+  sender.communicate({.kind = Kind::Send, .peer = 0}, {ops::scale(sender, x, 3.0)});
+  const graph::Value got =
+      receiver.communicate({.kind = Kind::Recv, .peer = 1}, {}, {{"shape", std::vector<int64_t>{2, 2}}, {"dtype", int64_t(DType::F64)}})[0];
   const graph::Value doubled = ops::scale(receiver, got, 2.0);
   DevicePlan plan({std::move(receiver), std::move(sender)}, {{doubled}, {}});
   plan.feed(1, "x", {1, 2, 3, 4});
@@ -165,7 +174,7 @@ TEST_CASE("collective ops: a value sent from cpu:1 arrives on cpu:0; rows that d
   CHECK(plan.fetch(0, 0, 4) == std::vector<double>{6, 12, 18, 24});
 
   graph::Graph bad;
-  CHECK_THROWS_WITH_AS(bad.add("reduce_scatter", {bad.placeholder("x", {Shape{3, 2}, DType::F64})}, {{"ranks", int64_t{2}}}),
+  CHECK_THROWS_WITH_AS(bad.communicate(over(Kind::ReduceScatter, 2), {bad.placeholder("x", {Shape{3, 2}, DType::F64})}),
                        "reduce_scatter: expected rows divisible by the 2 ranks, got shape (3, 2)", tandem::ShapeError);
 }
 
@@ -176,15 +185,16 @@ TEST_CASE("collective ops: a peer that is not another rank, or a rank count unli
     for (graph::Graph& g : graphs) fetches.push_back({build(g)});
     DevicePlan plan(std::move(graphs), fetches);
   };
-  for (int64_t peer : {0, 2, -1}) {  // rank 0 receiving from itself, from a rank that does not exist
+  for (int peer : {0, 2, -1}) {  // rank 0 receiving from itself, from a rank that does not exist
     INFO("peer " << peer);
     CHECK_THROWS_WITH_AS(two_devices([&](graph::Graph& g) {
-                           return g.add("recv", {}, {{"peer", peer}, {"shape", std::vector<int64_t>{2}}, {"dtype", int64_t(DType::F64)}});
+                           return g.communicate({.kind = Kind::Recv, .peer = peer}, {},
+                                                {{"shape", std::vector<int64_t>{2}}, {"dtype", int64_t(DType::F64)}})[0];
                          }),
                          ("recv on rank 0: peer must be another rank in [0, 2), got " + std::to_string(peer)).c_str(), tandem::Error);
   }
   CHECK_THROWS_WITH_AS(two_devices([](graph::Graph& g) {
-                         return g.add("all_gather", {g.placeholder("x", {Shape{2}, DType::F64})}, {{"ranks", int64_t{3}}});
+                         return g.communicate(over(Kind::AllGather, 3), {g.placeholder("x", {Shape{2}, DType::F64})})[0];
                        }),
                        "all_gather: the node spans 3 ranks, the communicator has 2", tandem::Error);
 }

@@ -5,10 +5,12 @@
 #include <doctest/doctest.h>
 #include <tandem/tandem.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 #include "autodiff/autodiff.h"
 #include "backend/device.h"
@@ -281,6 +283,106 @@ TEST_CASE("lowering: Mirrored's step of a dense layer splits the rows and sums t
       if (p.graph.node(i).op == "all_reduce_start") CHECK(p.graph.node(i).inputs.size() == 2);  // both gradients
   }
   CHECK(plan.programs[1].feeds.at("y").offset == 4);
+}
+
+TEST_CASE("lowering: Mirrored's all-reduce nodes carry their group, bucket and wire, and Pipeline's send/recv pairs their peers and tags") {
+  using Kind = graph::Communication::Kind;
+  // Layer a's kernel is 8×16 floats (512 bytes), b's 16×16 (1024): with 600-byte buckets each
+  // gradient is a bucket of its own.
+  const LayeredGraph lg({{"a", 16}, {"b", 16}}, 8, 8);
+  const compile::Plan mirrored =
+      tandem::distribute::Mirrored(cpus(2), {.bucket_bytes = 600, .all_reduce_bf16 = true})->lower(lg.g, lg.fetches);
+  REQUIRE(mirrored.programs.size() == 2);
+  for (const compile::Program& p : mirrored.programs) {
+    INFO(p.device);
+    std::map<int, Shape> bucket_shapes;  // by bucket, of its starts
+    for (int i = 0; i < p.graph.size(); ++i) {
+      const graph::Node& n = p.graph.node(i);
+      const bool start = n.op == "all_reduce_start", wait = n.op == "all_reduce_wait";
+      CHECK(n.communication.has_value() == (start || wait));
+      if (!start && !wait) continue;
+      const graph::Communication& c = *n.communication;
+      CHECK(c.kind == (start ? Kind::AllReduceStart : Kind::AllReduceWait));
+      CHECK(c.group == std::vector<int>{0, 1});  // both devices, listed
+      CHECK(c.wire == graph::Communication::Wire::BFloat16);
+      CHECK_FALSE(c.mean);
+      REQUIRE(n.inputs.size() == 1);
+      if (start) CHECK(bucket_shapes.emplace(c.bucket, p.graph.type(n.inputs[0]).shape).second);
+      else CHECK(p.graph.node(n.after.at(0)).communication->bucket == c.bucket);  // a wait follows its own start
+    }
+    REQUIRE(bucket_shapes.size() == 2);
+    CHECK(bucket_shapes.begin()->first == 0);
+    CHECK(bucket_shapes.rbegin()->first == 1);
+    std::set<std::vector<int64_t>> shapes;
+    for (const auto& [bucket, shape] : bucket_shapes) shapes.insert(shape.dims());
+    CHECK(shapes == std::set<std::vector<int64_t>>{{8, 16}, {16, 16}});
+  }
+
+  // Two stages on two devices: a on cpu:0, b on cpu:1. The activation goes forward and its
+  // gradient back, each as a send whose recv on the other device has the same tag and type.
+  const compile::Plan piped = tandem::distribute::Pipeline(cpus(2), {.boundaries = {"b"}})->lower(lg.g, lg.fetches);
+  REQUIRE(piped.programs.size() == 2);
+  std::set<int> tags;
+  for (int d = 0; d < 2; ++d) {
+    const graph::Graph& from = piped.programs[static_cast<std::size_t>(d)].graph;
+    const graph::Graph& to = piped.programs[static_cast<std::size_t>(1 - d)].graph;
+    int sends = 0;
+    for (int i = 0; i < from.size(); ++i) {
+      const graph::Node& n = from.node(i);
+      if (n.op == "recv") CHECK(n.communication->peer == 1 - d);
+      if (n.op != "send") continue;
+      ++sends;
+      const graph::Communication& c = *n.communication;
+      CHECK(c.kind == Kind::Send);
+      CHECK(c.peer == 1 - d);
+      CHECK(tags.insert(c.tag).second);  // every transfer its own tag
+      int matched = 0;
+      for (int j = 0; j < to.size(); ++j) {
+        const graph::Node& r = to.node(j);
+        if (r.op == "recv" && r.communication->kind == Kind::Recv && r.communication->peer == d && r.communication->tag == c.tag) {
+          ++matched;
+          CHECK(r.outputs[0] == from.type(n.inputs[0]));
+        }
+      }
+      CHECK(matched == 1);
+    }
+    INFO("device " << d);
+    CHECK(sends >= 1);  // the activation forward (device 0), its gradient back (device 1)
+  }
+}
+
+TEST_CASE("lowering: the optimizer's variables say they are its own and a slot names its weight, and its updates have role Optimizer") {
+  const LayeredGraph lg({{"a", 16}, {"b", 4}}, 8, 8, tandem::optimizers::Adam(0.01));
+  int slots = 0, counters = 0;
+  for (const graph::VariableInfo& v : lg.g.variables()) {
+    INFO(v.path);
+    if (v.path == "a/kernel" || v.path == "b/kernel") {
+      CHECK(v.role == graph::Role::Layer);
+      CHECK(v.slot_of.empty());
+      continue;
+    }
+    CHECK(v.role == graph::Role::Optimizer);
+    if (v.slot_of.empty()) {
+      ++counters;  // the iteration count, the learning rate
+      CHECK(v.type.shape == Shape{});
+      continue;
+    }
+    ++slots;
+    CHECK(v.type.shape == (v.slot_of == "a/kernel" ? Shape{8, 16} : Shape{16, 4}));
+  }
+  CHECK(slots == 4);  // Adam's momentum and velocity of each kernel
+  CHECK(counters == 2);
+  int updates = 0;
+  for (int i = 0; i < lg.g.size(); ++i) {
+    const graph::Node& n = lg.g.node(i);
+    if (n.op == "adam_update") {
+      ++updates;
+      CHECK(n.role == graph::Role::Optimizer);
+    }
+    if (n.scope == "loss") CHECK(n.role == graph::Role::Loss);
+    if (n.scope == "a" || n.scope == "b") CHECK(n.role == graph::Role::Layer);
+  }
+  CHECK(updates == 2);
 }
 
 // A node nothing reads (a gradient rule's leftover, such as the cast a widened weight gradient

@@ -448,10 +448,10 @@ TEST_CASE("model split sharding: under a 2×2 mesh each device all-reduces its w
   REQUIRE(plan.programs.size() == 4);
   for (int d = 0; d < 4; ++d) {
     const int i = d / 2, j = d % 2;
-    std::set<std::vector<int64_t>> groups;
+    std::set<std::vector<int>> groups;
     const auto& p = plan.programs[static_cast<std::size_t>(d)];
     for (int id = 0; id < p.graph.size(); ++id)
-      if (p.graph.node(id).op == "all_reduce_start") groups.insert(p.graph.node(id).attrs.ints("group"));
+      if (p.graph.node(id).op == "all_reduce_start") groups.insert(p.graph.node(id).communication->group);
     INFO("device " << d);
     CHECK(groups.count({j, 2 + j}) == 1);          // the column: the same blocks, the other half of the batch
     CHECK(groups.count({2 * i, 2 * i + 1}) == 1);  // the row: the two blocks of the MLP

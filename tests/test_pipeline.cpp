@@ -136,14 +136,14 @@ TEST_CASE("pipeline: under 2 stages × 2 replicas each replica sends to its coun
   for (int d = 0; d < 4; ++d) {
     INFO("device " << d);
     const graph::Graph& g = plan.programs[static_cast<std::size_t>(d)].graph;
-    std::vector<int64_t> peers, group;
+    std::vector<int> peers, group;
     for (int i = 0; i < g.size(); ++i) {
-      if (g.node(i).op == "send") peers.push_back(g.node(i).attrs.i("peer"));
-      if (g.node(i).op == "all_reduce_start") group = g.node(i).attrs.ints("group");
+      if (g.node(i).op == "send") peers.push_back(g.node(i).communication->peer);
+      if (g.node(i).op == "all_reduce_start") group = g.node(i).communication->group;
       CHECK(g.node(i).op != "all_gather");  // each replica computes on its own rows
     }
-    CHECK(peers == std::vector<int64_t>{d < 2 ? d + 2 : d - 2});  // activations forward or their gradients back
-    CHECK(group == (d < 2 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{2, 3}));
+    CHECK(peers == std::vector<int>{d < 2 ? d + 2 : d - 2});  // activations forward or their gradients back
+    CHECK(group == (d < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3}));
   }
   CHECK(plan.fetches[0].programs == std::vector<int>{2, 3});  // the loss: partial sums on the last stage
 }

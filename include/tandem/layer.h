@@ -42,12 +42,20 @@ class Variable {
   const Constraint& constraint() const { return constraint_; }
   void set_regularizer(Regularizer r) { regularizer_ = std::move(r); }
   void set_constraint(Constraint c) { constraint_ = std::move(c); }
+  // An optimizer's variable (a slot, a counter) says so, and a slot names the weight it belongs
+  // to: strategies place and split the optimizer's state by these, not by its path.
+  bool optimizer_state() const { return optimizer_state_; }
+  const std::string& slot_of() const { return slot_of_; }  // the weight's path; "" unless a slot
+  // Library use (optimizers): marks it as the optimizer's state, a slot of `weight` if one is given.
+  void set_optimizer_state(const Variable* weight = nullptr);
 
  private:
   Regularizer regularizer_;
   Constraint constraint_;
   int id_;
   std::string path_, name_;
+  std::string slot_of_;
+  bool optimizer_state_ = false;
   Tensor value_;
   bool trainable_;
   bool frozen_ = false;

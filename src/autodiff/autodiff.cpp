@@ -57,7 +57,7 @@ std::vector<Value> gradients(Graph& g, Value loss, const std::vector<Value>& wrt
   };
 
   graph::ScopeGuard phase(g, graph::Phase::Backward);
-  graph::ScopeGuard scope(g, g.node(loss.node).scope);
+  graph::ScopeGuard scope(g, g.node(loss.node).scope, g.node(loss.node).role);
   grad.emplace(loss, ops::fill(g, g.type(loss), 1.0));
 
   for (int id = loss.node; id >= 0; --id) {
@@ -75,6 +75,7 @@ std::vector<Value> gradients(Graph& g, Value loss, const std::vector<Value>& wrt
     if (def.zero_grad) continue;
     if (!def.grad) throw Error("gradients: op '" + node.op + "' in layer \"" + node.scope + "\" has no gradient");
     g.scope = node.scope;
+    g.role = node.role;
     ops::GradContext ctx(g, id, dys);
     def.grad(ctx);
     const std::vector<Value>& dx = ctx.grads();

@@ -12,16 +12,26 @@ CommContext& comm_of(const KernelInit& k) {
   return *static_cast<CommContext*>(k.comm);
 }
 
+const graph::Communication& communication_of(const KernelInit& k) {
+  if (!k.node.communication) throw Error("internal: communication kernel '" + k.node.op + "' for a node without its Communication");
+  return *k.node.communication;
+}
+
+comm::Wire wire_of(const KernelInit& k) {
+  return communication_of(k).wire == graph::Communication::Wire::BFloat16 ? comm::Wire::BFloat16 : comm::Wire::Native;
+}
+
 Peers peers_of(const KernelInit& k) {
   const CommContext& c = comm_of(k);
-  if (!k.node.attrs.has("group")) return {c.communicator, c.rank};
-  const auto& g = c.group(k.node.attrs.ints("group"));
+  const std::vector<int>& group = communication_of(k).group;
+  if (static_cast<int>(group.size()) >= c.communicator->size()) return {c.communicator, c.rank};  // collective() checks the count
+  const auto& g = c.group(std::vector<int64_t>(group.begin(), group.end()));
   return {g.communicator, g.rank};
 }
 
 Peers collective(const KernelInit& k, const char* op) {
   const Peers p = peers_of(k);
-  const int64_t ranks = k.node.attrs.i("ranks");
+  const auto ranks = static_cast<int64_t>(communication_of(k).group.size());
   if (ranks != p.communicator->size())
     throw Error(std::string(op) + ": the node spans " + std::to_string(ranks) + " ranks, the communicator has " +
                 std::to_string(p.communicator->size()));
@@ -30,11 +40,11 @@ Peers collective(const KernelInit& k, const char* op) {
 
 int peer_of(const KernelInit& k, const char* op) {
   const CommContext& c = comm_of(k);
-  const int64_t peer = k.node.attrs.i("peer");
+  const int peer = communication_of(k).peer;
   if (peer < 0 || peer >= c.communicator->size() || peer == c.rank)
     throw Error(std::string(op) + " on rank " + std::to_string(c.rank) + ": peer must be another rank in [0, " +
                 std::to_string(c.communicator->size()) + "), got " + std::to_string(peer));
-  return static_cast<int>(peer);
+  return peer;
 }
 
 std::vector<BucketRange> bucket_ranges(const KernelInit& k, std::size_t* total_bytes) {
@@ -63,7 +73,7 @@ std::vector<BucketRange> bucket_ranges(const KernelInit& k, std::size_t* total_b
 
 int add_bucket_slot(const KernelInit& k, std::function<void()> work, const std::string& label) {
   CommContext& c = comm_of(k);
-  const auto bucket = static_cast<std::size_t>(k.node.attrs.i("bucket"));
+  const auto bucket = static_cast<std::size_t>(communication_of(k).bucket);
   const int slot = c.queue->add_slot(std::move(work), label);
   if (c.bucket_slots.size() <= bucket) c.bucket_slots.resize(bucket + 1, -1);
   c.bucket_slots[bucket] = slot;
@@ -72,7 +82,7 @@ int add_bucket_slot(const KernelInit& k, std::function<void()> work, const std::
 
 KernelFn make_all_reduce_wait(const KernelInit& k) {
   const CommContext& c = comm_of(k);
-  const auto bucket = static_cast<std::size_t>(k.node.attrs.i("bucket"));
+  const auto bucket = static_cast<std::size_t>(communication_of(k).bucket);
   if (bucket >= c.bucket_slots.size() || c.bucket_slots[bucket] < 0) throw Error("internal: all_reduce_wait before its start");
   const int slot = c.bucket_slots[bucket];
   CommQueue* queue = c.queue;

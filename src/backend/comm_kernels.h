@@ -15,14 +15,19 @@
 namespace tandem::backend {
 
 comm::CommContext& comm_of(const KernelInit& k);
+// The node's Communication (every communication node carries one).
+const graph::Communication& communication_of(const KernelInit& k);
+// How an all-reduce node's values travel.
+comm::Wire wire_of(const KernelInit& k);
 
-// Who a collective runs among: every rank, or the group its attribute names.
+// Who a collective runs among: the communicator when its group spans every rank, else the
+// group's own.
 struct Peers {
   comm::Communicator* communicator;
   int rank;
 };
 Peers peers_of(const KernelInit& k);
-// A collective node's ranks, checked against the rank count it was built for.
+// A collective node's ranks, checked against the rank count of its group.
 Peers collective(const KernelInit& k, const char* op);
 // A point-to-point node's peer: another rank of the communicator.
 int peer_of(const KernelInit& k, const char* op);

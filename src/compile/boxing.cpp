@@ -18,6 +18,7 @@ std::size_t at(int i) { return static_cast<std::size_t>(i); }
 graph::Graph& prepare(std::vector<graph::Graph>& local, int d, graph::Phase phase, int stage) {
   graph::Graph& g = local[at(d)];
   g.scope = "boxing";
+  g.role = graph::Role::Layer;
   g.phase = phase;
   g.stage = stage;
   return g;
@@ -67,25 +68,23 @@ Located Boxing::within(const Located& v, const Layout& want) {
   throw Error("internal: no layout rule asks for partial sums of a " + v.layout.str() + " value");
 }
 
-graph::Attrs Boxing::over(const std::vector<int>& devices, graph::Attrs attrs) const {
-  attrs.set("ranks", static_cast<int64_t>(devices.size()));
-  if (static_cast<int>(devices.size()) < ranks()) attrs.set("group", std::vector<int64_t>(devices.begin(), devices.end()));
-  return attrs;
-}
-
 std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts) {
+  using K = graph::Communication::Kind;
   graph::Phase phase = parts[0].phase;
   for (const Located& p : parts) phase = std::max(phase, p.phase);
-  const graph::Attrs attrs = over(parts[0].devices, {{"bucket", int64_t{next_bucket_++}}, {"mean", false}, {"bf16", bf16_}});
+  graph::Communication c{.kind = K::AllReduceStart, .group = parts[0].devices, .bucket = next_bucket_++,
+                         .wire = bf16_ ? graph::Communication::Wire::BFloat16 : graph::Communication::Wire::Native};
   std::vector<Located> out;
   for (const Located& p : parts) out.push_back(like(p, Layout::replicated()));
   for (int d : parts[0].devices) {
     graph::Graph& g = prepare(local_, d, phase, parts[0].stage);
     std::vector<Value> in;
     for (const Located& p : parts) in.push_back(p.on(d));
-    g.add_multi("all_reduce_start", in, attrs);
+    c.kind = K::AllReduceStart;
+    g.communicate(c, in);
     const int start = g.size() - 1;
-    const std::vector<Value> reduced = g.add_multi("all_reduce_wait", in, attrs);
+    c.kind = K::AllReduceWait;
+    const std::vector<Value> reduced = g.communicate(c, in);
     g.node(g.size() - 1).after = {start};
     for (std::size_t i = 0; i < parts.size(); ++i) out[i].part[at(d)] = reduced[i];
   }
@@ -107,11 +106,7 @@ Located Boxing::pairwise(const Located& v, const std::vector<int>& devices, int 
       r.part[at(to)] = v.on(from);
       continue;
     }
-    const TensorType part = v.layout.local(global, static_cast<int>(i));
-    const int64_t tag = next_tag_++;
-    prepare(local_, from, v.phase, v.stage).add_multi("send", {v.on(from)}, {{"peer", int64_t{to}}, {"tag", tag}});
-    r.part[at(to)] = prepare(local_, to, v.phase, stage)
-                         .add("recv", {}, {{"peer", int64_t{from}}, {"shape", part.shape.dims()}, {"dtype", int64_t(part.dtype)}, {"tag", tag}});
+    r.part[at(to)] = send(v, from, to, v.layout.local(global, static_cast<int>(i)), stage);
   }
   return r;
 }
@@ -124,12 +119,17 @@ Located Boxing::transfer(const Located& v, const std::vector<int>& devices, int 
       r.part[at(d)] = v.on(d);
       continue;
     }
-    const int64_t tag = next_tag_++;  // each transfer its own: programs may reach them in other orders
-    prepare(local_, from, v.phase, v.stage).add_multi("send", {v.on(from)}, {{"peer", int64_t{d}}, {"tag", tag}});
-    r.part[at(d)] = prepare(local_, d, v.phase, stage)
-                        .add("recv", {}, {{"peer", int64_t{from}}, {"shape", v.type.shape.dims()}, {"dtype", int64_t(v.type.dtype)}, {"tag", tag}});
+    r.part[at(d)] = send(v, from, d, v.type, stage);
   }
   return r;
+}
+
+Value Boxing::send(const Located& v, int from, int to, const TensorType& part, int stage) {
+  using K = graph::Communication::Kind;
+  const int tag = next_tag_++;
+  prepare(local_, from, v.phase, v.stage).communicate({.kind = K::Send, .peer = to, .tag = tag}, {v.on(from)});
+  return prepare(local_, to, v.phase, stage)
+      .communicate({.kind = K::Recv, .peer = from, .tag = tag}, {}, {{"shape", part.shape.dims()}, {"dtype", int64_t(part.dtype)}})[0];
 }
 
 Located Boxing::slice(const Located& v, const Layout& want) {
@@ -158,7 +158,7 @@ Located Boxing::gather(const Located& v) {
     graph::Graph& g = prepare(local_, d, v.phase, v.stage);
     Value mine = v.on(d);
     if (shares[p] < longest) mine = ops::concat(g, {mine, zero_rows(g, padded, axis, longest - shares[p])}, axis);
-    Value all = g.add("all_gather", {mine}, over(v.devices));
+    Value all = g.communicate({.kind = graph::Communication::Kind::AllGather, .group = v.devices}, {mine})[0];
     if (axis != 0 || !v.layout.even()) {
       std::vector<Value> blocks;
       for (std::size_t q = 0; q < shares.size(); ++q) {
@@ -176,7 +176,8 @@ Located Boxing::gather(const Located& v) {
 
 Located Boxing::scatter(const Located& v, const Layout& want) {
   Located r = like(v, want);
-  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase, v.stage).add("reduce_scatter", {v.on(d)}, over(v.devices));
+  const graph::Communication c{.kind = graph::Communication::Kind::ReduceScatter, .group = v.devices};
+  for (int d : v.devices) r.part[at(d)] = prepare(local_, d, v.phase, v.stage).communicate(c, {v.on(d)})[0];
   return r;
 }
 

@@ -40,9 +40,9 @@ class Boxing {
   Located slice(const Located& v, const graph::Layout& want);            // replicated → split
   Located gather(const Located& v);                                      // even split → replicated
   Located scatter(const Located& v, const graph::Layout& want);          // partial → even split
-  int ranks() const { return static_cast<int>(local_.size()); }
-  // A collective's attributes: its rank count, and the group when it spans fewer than all.
-  graph::Attrs over(const std::vector<int>& devices, graph::Attrs attrs = {}) const;
+  // A point-to-point transfer from one device to another, each its own tag: programs may reach
+  // their transfers in other orders. Returns the value on `to`.
+  graph::Value send(const Located& v, int from, int to, const TensorType& part, int stage);
 
   std::vector<graph::Graph>& local_;
   bool bf16_;

@@ -264,6 +264,7 @@ class Lowering {
       const int position = static_cast<int>(p);
       graph::Graph& lg = local_[at(d)];
       lg.scope = node.scope;
+      lg.role = node.role;
       lg.phase = node.phase;
       lg.stage = stage_on(id, d);
       std::vector<Value> outs;
@@ -281,7 +282,8 @@ class Lowering {
           if (node.def->localize) node.def->localize(attrs, s, position);
           std::vector<Value> inputs;
           for (const Located& in : ins) inputs.push_back(in.on(d));
-          outs = lg.add_multi(node.op, inputs, std::move(attrs));
+          outs = node.communication ? lg.communicate(*node.communication, inputs, std::move(attrs))
+                                    : lg.add_multi(node.op, inputs, std::move(attrs));
         }
       } catch (const std::exception& e) {
         throw Error("internal: lowering " + where(node) + " for " + o_.devices[at(d)] + ": " + e.what());

@@ -7,19 +7,6 @@
 namespace tandem::compile {
 
 namespace {
-bool communicates(const graph::Node& n) { return n.attrs.has("ranks") || n.attrs.has("peer") || n.attrs.has("bucket"); }
-
-// The physical ranks of a collective that spanned `ranks` ranks (or the subset `group`) of one
-// axis of the mesh.
-std::vector<int64_t> ranks_along(const graph::Attrs& a, const std::function<int64_t(int64_t)>& physical) {
-  std::vector<int64_t> ranks;
-  if (a.has("group"))
-    for (int64_t r : a.ints("group")) ranks.push_back(physical(r));
-  else
-    for (int64_t r = 0; r < a.i("ranks"); ++r) ranks.push_back(physical(r));
-  return ranks;
-}
-
 // A fetch read from row programs, each of which holds it as its inner site says: from one row if
 // the rows hold it whole, else its part (rows of a batch, a partial sum) from every row.
 FetchSite compose(const FetchSite& outer, const std::vector<FetchSite>& inner, int m) {
@@ -53,13 +40,13 @@ Plan nest(Plan outer, const std::function<Plan(const Program& row, int i)>& inne
   for (const Program& p : outer.programs)
     if (!p.blocks.empty())
       throw Error("internal: a nested lowering's outer plan must be lowered with final_programs = false (fused ops have no layout rule)");
-  int64_t outer_buckets = 0;
+  int outer_buckets = 0;
   for (Program& p : outer.programs)
     for (int id = 0; id < p.graph.size(); ++id) {
-      graph::Node& n = p.graph.node(id);
-      if (!communicates(n)) continue;
-      n.attrs.set("across_rows", true);
-      if (n.attrs.has("bucket")) outer_buckets = std::max(outer_buckets, n.attrs.i("bucket") + 1);
+      std::optional<graph::Communication>& c = p.graph.node(id).communication;
+      if (!c) continue;
+      c->across_rows = true;
+      outer_buckets = std::max(outer_buckets, c->bucket + 1);
     }
   std::vector<Plan> row_plans;
   for (int i = 0; i < rows; ++i) row_plans.push_back(inner(outer.programs[static_cast<std::size_t>(i)], i));
@@ -71,18 +58,15 @@ Plan nest(Plan outer, const std::function<Plan(const Program& row, int i)>& inne
     for (int j = 0; j < m; ++j) {
       Program p = std::move(row.programs[static_cast<std::size_t>(j)]);
       for (int id = 0; id < p.graph.size(); ++id) {
-        graph::Attrs& a = p.graph.node(id).attrs;
-        if (!communicates(p.graph.node(id))) continue;
+        std::optional<graph::Communication>& c = p.graph.node(id).communication;
+        if (!c) continue;
         // Along the column (outer) or the row (inner): rank r of that axis is device r·m + j or i·m + r.
-        const bool across = a.b("across_rows");
-        const std::function<int64_t(int64_t)> physical = [&](int64_t r) { return across ? r * m + j : int64_t{i} * m + r; };
-        if (a.has("ranks")) {
-          std::vector<int64_t> ranks = ranks_along(a, physical);
-          a.set("ranks", static_cast<int64_t>(ranks.size()));
-          a.set("group", std::move(ranks));
-        }
-        if (a.has("peer")) a.set("peer", physical(a.i("peer")));
-        if (a.has("bucket") && !across) a.set("bucket", a.i("bucket") + outer_buckets);
+        const bool across = c->across_rows;
+        auto physical = [&](int r) { return across ? r * m + j : i * m + r; };
+        for (int& r : c->group) r = physical(r);
+        if (c->peer >= 0) c->peer = physical(c->peer);
+        if (c->bucket >= 0 && !across) c->bucket += outer_buckets;
+        c->across_rows = false;
       }
       const Program& up = outer.programs[static_cast<std::size_t>(i)];
       for (auto& [name, rows_of] : p.feeds)

@@ -3,18 +3,43 @@
 #include "graph/autocast.h"
 #include "graph/op_registry.h"
 #include "tandem/errors.h"
+#include "tandem/layer.h"
 
 namespace tandem::graph {
 
+const char* op_name(Communication::Kind kind) {
+  using K = Communication::Kind;
+  switch (kind) {
+    case K::AllReduceStart: return "all_reduce_start";
+    case K::AllReduceWait: return "all_reduce_wait";
+    case K::AllGather: return "all_gather";
+    case K::ReduceScatter: return "reduce_scatter";
+    case K::Send: return "send";
+    case K::Recv: return "recv";
+  }
+  throw Error("internal: a communication of unknown kind " + std::to_string(static_cast<int>(kind)));
+}
+
 std::vector<Value> Graph::add_multi(const std::string& op, std::vector<Value> inputs, Attrs attrs) {
+  return add_node(op, std::move(inputs), std::move(attrs), std::nullopt);
+}
+
+std::vector<Value> Graph::communicate(Communication c, std::vector<Value> inputs, Attrs attrs) {
+  const std::string op = op_name(c.kind);
+  return add_node(op, std::move(inputs), std::move(attrs), std::move(c));
+}
+
+std::vector<Value> Graph::add_node(const std::string& op, std::vector<Value> inputs, Attrs attrs, std::optional<Communication> c) {
   const ops::OpDef& def = ops::find(op);
+  if (static_cast<bool>(def.infer_communication) != c.has_value())
+    throw Error("internal: op " + op + (c ? " is not a communication op" : " is a communication op: add it with Graph::communicate"));
   if (autocast) inputs = autocast_inputs(*this, op, std::move(inputs));
   std::vector<TensorType> in;
   in.reserve(inputs.size());
   for (Value v : inputs) in.push_back(type(v));
   Node n;
   try {
-    n.outputs = def.infer(attrs, in);
+    n.outputs = c ? def.infer_communication(*c, attrs, in) : def.infer(attrs, in);
   } catch (const ShapeError& e) {
     // Ops report the shapes; the scope says which layer asked for them.
     throw ShapeError((scope.empty() ? std::string() : "layer \"" + scope + "\": ") + e.what());
@@ -24,6 +49,8 @@ std::vector<Value> Graph::add_multi(const std::string& op, std::vector<Value> in
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
   n.scope = scope;
+  n.role = role;
+  n.communication = std::move(c);
   n.phase = phase;
   n.stage = stage;
   const int id = size();
@@ -62,6 +89,10 @@ Value Graph::variable(const VariableInfo& info) {
   variables_.push_back(info);
   variable_nodes_.push_back(v.node);
   return v;
+}
+
+Value Graph::read_variable(const Variable& v) {
+  return variable({v.id(), v.path(), v.value().type(), v.trainable(), v.optimizer_state() ? Role::Optimizer : Role::Layer, v.slot_of()});
 }
 
 int Graph::variable_node(int variable_id) const {

@@ -9,8 +9,12 @@
 #include <vector>
 
 #include "graph/attrs.h"
+#include "graph/communication.h"
 #include "tandem/tensor.h"
 
+namespace tandem {
+class Variable;
+}
 namespace tandem::ops {
 struct OpDef;
 }
@@ -19,6 +23,13 @@ namespace tandem::graph {
 
 // Blocks are cut along phases; a later phase never feeds an earlier one.
 enum class Phase : uint8_t { Forward, Metric, Backward, Update };
+
+// What a node or variable is for, where its phase does not already say it (a metric's nodes are
+// Phase::Metric, gradients Phase::Backward): a layer's work (its call, gradient, penalty and
+// constraint; also what no other role claims: the inputs, the metrics, the lowering's own nodes),
+// the loss (the targets, the per-sample losses, their sum and its gradient), or the optimizer's
+// (its updates, and its variables: slots and counters). Strategies place nodes by it.
+enum class Role : uint8_t { Layer, Loss, Optimizer };
 
 struct Value {
   int node = -1;
@@ -34,6 +45,8 @@ struct Node {
   std::vector<TensorType> outputs;
   Attrs attrs;
   std::string scope;        // the layer that emitted it: for errors, summaries and weight paths
+  Role role = Role::Layer;
+  std::optional<Communication> communication;  // set on the communication ops' nodes, and only there
   std::vector<int> after;   // control dependencies: nodes that must run first
   std::string device;  // the device whose program holds it (set when a Program is made)
   int stage = 0;       // the pipeline chunk it belongs to (its blocks are cut per chunk)
@@ -44,9 +57,11 @@ struct Node {
 // `id` names it in the owner's variable store, so graphs built for different batch sizes share it.
 struct VariableInfo {
   int id = -1;
-  std::string path;  // "dense_1/kernel", "optimizer/adam/m/dense_1/kernel"
+  std::string path;  // "dense_1/kernel", "optimizer/dense_1/kernel/momentum"
   TensorType type;
   bool trainable = false;
+  Role role = Role::Layer;  // a layer's (weights, statistics) or the optimizer's (slots, counters)
+  std::string slot_of;      // an optimizer slot: the path of the weight it belongs to
 };
 
 class Graph {
@@ -55,11 +70,15 @@ class Graph {
   // the graph's current scope and phase.
   Value add(const std::string& op, std::vector<Value> inputs, Attrs attrs = {});
   std::vector<Value> add_multi(const std::string& op, std::vector<Value> inputs, Attrs attrs = {});
+  // Appends a communication node: the op of c's kind, carrying c (its shape inference reads it).
+  std::vector<Value> communicate(Communication c, std::vector<Value> inputs, Attrs attrs = {});
 
   // A tensor fed from outside each step (a batch of inputs or labels).
   Value placeholder(const std::string& name, TensorType type);
   // Reads a persistent variable; one node per variable, however often it is asked for.
   Value variable(const VariableInfo& info);
+  // variable() of a layer's or an optimizer's Variable, described as it says of itself.
+  Value read_variable(const Variable& v);
 
   int size() const { return static_cast<int>(nodes_.size()); }
   const Node& node(int i) const { return nodes_[static_cast<std::size_t>(i)]; }
@@ -73,6 +92,7 @@ class Graph {
   Value cast(Value v, DType to);
 
   std::string scope;            // applied to nodes added from now on
+  Role role = Role::Layer;      // applied to nodes added from now on
   // Whether ops added from now on get mixed precision's casts (graph/autocast.h): on while a
   // model's step is built, off for graphs that strategies and passes rewrite (their nodes keep the
   // dtypes the step gave them).
@@ -87,6 +107,8 @@ class Graph {
   int stage = 0;
 
  private:
+  std::vector<Value> add_node(const std::string& op, std::vector<Value> inputs, Attrs attrs, std::optional<Communication> c);
+
   std::vector<Node> nodes_;
   std::vector<VariableInfo> variables_;
   std::vector<int> variable_nodes_;  // parallel to variables_
@@ -106,14 +128,18 @@ class ComputeDtypeGuard {
   std::optional<DType> old_;
 };
 
-// Sets the graph's scope (and optionally phase) for a block of building code.
+// Sets the graph's scope and role, or its phase, for a block of building code.
 class ScopeGuard {
  public:
-  ScopeGuard(Graph& g, std::string scope) : g_(g), scope_(g.scope), phase_(g.phase) { g.scope = std::move(scope); }
-  ScopeGuard(Graph& g, Phase phase) : g_(g), scope_(g.scope), phase_(g.phase) { g.phase = phase; }
+  ScopeGuard(Graph& g, std::string scope, Role role = Role::Layer) : g_(g), scope_(g.scope), phase_(g.phase), role_(g.role) {
+    g.scope = std::move(scope);
+    g.role = role;
+  }
+  ScopeGuard(Graph& g, Phase phase) : g_(g), scope_(g.scope), phase_(g.phase), role_(g.role) { g.phase = phase; }
   ~ScopeGuard() {
     g_.scope = scope_;
     g_.phase = phase_;
+    g_.role = role_;
   }
   ScopeGuard(const ScopeGuard&) = delete;
   ScopeGuard& operator=(const ScopeGuard&) = delete;
@@ -122,6 +148,7 @@ class ScopeGuard {
   Graph& g_;
   std::string scope_;
   Phase phase_;
+  Role role_;
 };
 
 }  // namespace tandem::graph

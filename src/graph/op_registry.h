@@ -41,6 +41,9 @@ class GradContext {
 };
 
 using InferFn = std::function<std::vector<TensorType>(const Attrs&, const std::vector<TensorType>& inputs)>;
+// A communication op's: its node's Communication says how many ranks it spans.
+using CommunicationInferFn =
+    std::function<std::vector<TensorType>(const graph::Communication&, const Attrs&, const std::vector<TensorType>& inputs)>;
 using GradFn = std::function<void(GradContext&)>;
 
 // Where an op's outputs come from. Most ops compute them with a kernel. A placeholder's are fed
@@ -51,6 +54,9 @@ enum class Source : uint8_t { Kernel, Feed, Variable };
 struct OpDef {
   std::string name;
   InferFn infer;
+  // Set instead of infer for the communication ops, whose nodes carry a Communication and are
+  // added with Graph::communicate.
+  CommunicationInferFn infer_communication;
   GradFn grad;                    // empty: the op is not differentiable (asking is an error)
   bool zero_grad = false;         // integer-valued ops (argmax, equal): gradients stop here
   std::vector<int> writes_inputs; // update ops write these inputs in place (variables)

@@ -32,9 +32,7 @@ class CallContext {
   // Input i's mask, or an invalid value if it has none.
   graph::Value input_mask(std::size_t i) const { return i < input_masks.size() ? input_masks[i] : graph::Value{}; }
 
-  graph::Value variable(const Variable& v) {
-    return g.variable({v.id(), v.path(), v.value().type(), v.trainable()});
-  }
+  graph::Value variable(const Variable& v) { return g.read_variable(v); }
 };
 
 }  // namespace tandem

@@ -27,6 +27,11 @@ Variable::Variable(std::string path, Tensor value, bool trainable)
   name_ = slash == std::string::npos ? path_ : path_.substr(slash + 1);
 }
 
+void Variable::set_optimizer_state(const Variable* weight) {
+  optimizer_state_ = true;
+  slot_of_ = weight ? weight->path() : std::string();
+}
+
 void Variable::assign(const Tensor& t) {
   if (t.shape() != value_.shape() || t.dtype() != value_.dtype())
     throw ShapeError("variable \"" + path_ + "\": expected " + dtype_name(value_.dtype()) + " " + value_.shape().str() +

@@ -146,7 +146,7 @@ graph::Graph Model::Impl::layer_graph(int64_t rows) const {
   const std::vector<graph::Value> preds = trace(ctx, input_placeholders(g, rows));
   graph::Value total;
   {
-    graph::ScopeGuard scope(g, "loss");
+    graph::ScopeGuard scope(g, "loss", graph::Role::Loss);
     for (graph::Value pred : preds) {
       const Shape s = g.type(pred).shape;
       const graph::Value sum = ops::reduce_sum(g, ops::reshape(g, pred, {s.num_elements()}), {0});
@@ -158,7 +158,7 @@ graph::Graph Model::Impl::layer_graph(int64_t rows) const {
     if (w->trainable()) wrt.push_back(ctx.variable(*w));
   // Read by a node of the loss (in place of the updates, which would build the optimizer's
   // slots), so the gradients count as work the step does.
-  graph::ScopeGuard scope(g, "loss");
+  graph::ScopeGuard scope(g, "loss", graph::Role::Loss);
   for (graph::Value grad : autodiff::gradients(g, total, wrt))
     if (grad.valid()) ops::reduce_sum(g, ops::reshape(g, grad, {g.type(grad).shape.num_elements()}), {0});
   return g;

@@ -48,7 +48,6 @@ graph::Value masked_loss(graph::Graph& g, graph::Value per, graph::Value mask, c
   return ops::scale(g, ops::div(g, kept, valid), scale);
 }
 
-graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
 }  // namespace
 
 std::vector<double> CompiledStep::scalars() const {
@@ -178,7 +177,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
   g.autocast = true;  // the layers' dtype policies place casts as the step is built
   std::vector<graph::Value> fetches;
   // Dropout masks follow the count of training steps.
-  const graph::Value counter = train ? read(g, *optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
+  const graph::Value counter = train ? g.read_variable(*optimizer->variables()[0]) : ops::fill(g, {Shape{}, DType::I64}, 0);
   CallContext ctx(g, train, counter);
   ctx.micro_batches = static_cast<int>(micro_batches);
   std::vector<graph::Value> masks;  // per output: its mask, or invalid
@@ -197,7 +196,7 @@ CompiledStep& Model::Impl::step(StepKind kind, int64_t rows, const std::vector<T
     std::vector<graph::Value> ys, per_output;  // targets; each output's per-sample losses
     graph::Value loss_value;
     {
-      graph::ScopeGuard scope(g, "loss");
+      graph::ScopeGuard scope(g, "loss", graph::Role::Loss);
       for (std::size_t i = 0; i < y_types.size(); ++i) {  // the targets, then the row weights
         const TensorType& t = y_types[i];
         const std::string name = i == outputs.size() ? std::string("sample_weight") : several ? std::string("y").append(std::to_string(i)) : std::string("y");

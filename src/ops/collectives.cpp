@@ -22,10 +22,10 @@ std::optional<Signature> as_they_are(const graph::LayoutQuery& q) { return Signa
 std::optional<Signature> outputs_as_inputs(const graph::LayoutQuery& q) { return Signature{q.in, q.in}; }
 }  // namespace
 
-// Attrs: bucket (index in the program), mean (bool), bf16 (bool).
+// Their Communication: the bucket (index in the program), whether it averages, its wire type.
 REGISTER_OP(
     .name = "all_reduce_start",
-    .infer = [](const Attrs&, const std::vector<TensorType>& in) {
+    .infer_communication = [](const graph::Communication&, const Attrs&, const std::vector<TensorType>& in) {
       check_float_inputs(in);
       return std::vector<TensorType>{};
     },
@@ -33,7 +33,9 @@ REGISTER_OP(
 
 REGISTER_OP(
     .name = "all_reduce_wait",
-    .infer = [](const Attrs&, const std::vector<TensorType>& in) { return check_float_inputs(in); },
+    .infer_communication = [](const graph::Communication&, const Attrs&, const std::vector<TensorType>& in) {
+      return check_float_inputs(in);
+    },
     .outputs_alias_inputs = true, .layout = outputs_as_inputs);
 
 // Collectives over the ranks of a strategy's communicator, in the local (per-device) view: every
@@ -43,48 +45,57 @@ REGISTER_OP(
 // device's slice of the gathered value reaches every device's loss, so its gradient is the sum
 // over devices of their gradients for that slice.
 namespace {
-int64_t ranks_of(const Attrs& a, const char* op) {
-  const int64_t ranks = a.i("ranks");
-  if (ranks < 1) throw ShapeError(std::string(op) + ": ranks must be >= 1, got " + std::to_string(ranks));
-  return ranks;
+int64_t ranks_of(const graph::Communication& c, const char* op) {
+  if (c.group.empty()) throw ShapeError(std::string(op) + ": its group lists no rank");
+  return static_cast<int64_t>(c.group.size());
 }
 
-std::vector<TensorType> infer_all_gather(const Attrs& a, const std::vector<TensorType>& in) {
-  const int64_t ranks = ranks_of(a, "all_gather");
+std::vector<TensorType> infer_all_gather(const graph::Communication& c, const Attrs&, const std::vector<TensorType>& in) {
+  const int64_t ranks = ranks_of(c, "all_gather");
   if (in[0].shape.rank() < 1) throw ShapeError("all_gather: expected a tensor of rank >= 1 (its rows are gathered), got a scalar");
   return one({in[0].shape.without_batch().with_batch(in[0].shape[0] * ranks), in[0].dtype});
 }
 
-std::vector<TensorType> infer_reduce_scatter(const Attrs& a, const std::vector<TensorType>& in) {
-  const int64_t ranks = ranks_of(a, "reduce_scatter");
+std::vector<TensorType> infer_reduce_scatter(const graph::Communication& c, const Attrs&, const std::vector<TensorType>& in) {
+  const int64_t ranks = ranks_of(c, "reduce_scatter");
   check_float_inputs(in);
   const Shape& s = in[0].shape;
   if (s.rank() < 1 || s[0] % ranks != 0)
     throw ShapeError("reduce_scatter: expected rows divisible by the " + std::to_string(ranks) + " ranks, got shape " + s.str());
   return one({s.without_batch().with_batch(s[0] / ranks), in[0].dtype});
 }
+
+// The same collective over the same group, of the other kind.
+void reverse(GradContext& c, graph::Communication::Kind kind) {
+  graph::Communication reversed = *c.node().communication;
+  reversed.kind = kind;
+  c.set(0, c.g.communicate(std::move(reversed), {c.dy()})[0]);
+}
 }  // namespace
 
-// Attrs: ranks. Output: every rank's input, in rank order along axis 0.
+// Output: every rank's input, in rank order along axis 0.
 REGISTER_OP(
-    .name = "all_gather", .infer = infer_all_gather,
-    .grad = [](GradContext& c) { c.set(0, c.g.add("reduce_scatter", {c.dy()}, {{"ranks", c.attrs().i("ranks")}})); });
+    .name = "all_gather", .infer_communication = infer_all_gather,
+    .grad = [](GradContext& c) { reverse(c, graph::Communication::Kind::ReduceScatter); });
 
-// Attrs: ranks. Output: this rank's rows of the sum over ranks.
+// Output: this rank's rows of the sum over ranks.
 REGISTER_OP(
-    .name = "reduce_scatter", .infer = infer_reduce_scatter,
-    .grad = [](GradContext& c) { c.set(0, c.g.add("all_gather", {c.dy()}, {{"ranks", c.attrs().i("ranks")}})); });
+    .name = "reduce_scatter", .infer_communication = infer_reduce_scatter,
+    .grad = [](GradContext& c) { reverse(c, graph::Communication::Kind::AllGather); });
 
-// Point to point. Attrs: peer (the other rank), tag (matches a send with its recv; default 0).
-// send has no outputs; recv's output type is given by its attrs shape and dtype. The pair moves
-// the value from one device's memory to another's.
+// Point to point, with the other rank (the Communication's peer) and a tag that matches a send
+// with its recv. send has no outputs; recv's output type is given by its attrs shape and dtype.
+// The pair moves the value from one device's memory to another's.
 REGISTER_OP(
-    .name = "send", .infer = [](const Attrs&, const std::vector<TensorType>&) { return std::vector<TensorType>{}; },
+    .name = "send",
+    .infer_communication = [](const graph::Communication&, const Attrs&, const std::vector<TensorType>&) {
+      return std::vector<TensorType>{};
+    },
     .has_side_effects = true);
 
 REGISTER_OP(
     .name = "recv",
-    .infer = [](const Attrs& a, const std::vector<TensorType>& in) {
+    .infer_communication = [](const graph::Communication&, const Attrs& a, const std::vector<TensorType>& in) {
       if (!in.empty()) throw ShapeError("recv: expected no inputs, got " + std::to_string(in.size()));
       return one({Shape(a.ints("shape")), static_cast<DType>(a.i("dtype"))});
     },

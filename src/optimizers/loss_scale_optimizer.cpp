@@ -15,8 +15,6 @@ namespace tandem {
 namespace {
 constexpr const char* kPath = "optimizer/loss_scale_optimizer";
 
-graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
-
 Tensor scalar(DType dtype, double value) {
   Tensor t(Shape{}, dtype);
   if (dtype == DType::I64) t.data<int64_t>()[0] = static_cast<int64_t>(value);
@@ -36,6 +34,8 @@ LossScaleOptimizer::LossScaleOptimizer(OptimizerPtr inner, const LossScaleOption
     throw ValueError("LossScaleOptimizer: dynamic_growth_steps must be >= 1, got " + std::to_string(options.dynamic_growth_steps));
   step_counter_ = std::make_shared<Variable>(std::string(kPath) + "/step_counter", scalar(DType::I64, 0), false);
   dynamic_scale_ = std::make_shared<Variable>(std::string(kPath) + "/dynamic_scale", scalar(DType::F32, options.initial_scale), false);
+  step_counter_->set_optimizer_state();
+  dynamic_scale_->set_optimizer_state();
   list_variables();
 }
 
@@ -74,7 +74,7 @@ std::vector<VariablePtr> LossScaleOptimizer::keras_variables(const std::vector<V
 }
 
 graph::Value LossScaleOptimizer::scale_loss(graph::Graph& g, const graph::Value& loss) {
-  graph::Value scale = read(g, *dynamic_scale_);
+  graph::Value scale = g.read_variable(*dynamic_scale_);
   if (g.type(loss).dtype != DType::F32) scale = ops::cast(g, scale, g.type(loss).dtype);
   return ops::mul(g, loss, scale);
 }
@@ -82,8 +82,8 @@ graph::Value LossScaleOptimizer::scale_loss(graph::Graph& g, const graph::Value&
 void LossScaleOptimizer::emit_updates(graph::Graph& g, const std::vector<VariablePtr>& vars, const std::vector<graph::Value>& grads) {
   build(vars);
   graph::ScopeGuard phase(g, graph::Phase::Update);
-  graph::ScopeGuard scope(g, "loss_scale_optimizer");
-  const graph::Value scale = read(g, *dynamic_scale_);
+  graph::ScopeGuard scope(g, "loss_scale_optimizer", graph::Role::Optimizer);
+  const graph::Value scale = g.read_variable(*dynamic_scale_);
   std::vector<graph::Value> unscaled(grads.size());
   graph::Value nonfinite;  // 1 when any gradient holds an inf or NaN
   for (std::size_t i = 0; i < grads.size(); ++i) {
@@ -94,7 +94,7 @@ void LossScaleOptimizer::emit_updates(graph::Graph& g, const std::vector<Variabl
   }
   if (!nonfinite.valid()) nonfinite = ops::fill(g, {Shape{}, DType::F32}, 0.0);
   inner_->emit_skippable_updates(g, vars, unscaled, nonfinite);
-  ops::loss_scale_update(g, scale, read(g, *step_counter_), nonfinite, options_.dynamic_growth_steps);
+  ops::loss_scale_update(g, scale, g.read_variable(*step_counter_), nonfinite, options_.dynamic_growth_steps);
 }
 
 namespace optimizers {

@@ -12,8 +12,6 @@
 namespace tandem {
 
 namespace {
-graph::Value read(graph::Graph& g, const Variable& v) { return g.variable({v.id(), v.path(), v.value().type(), v.trainable()}); }
-
 Tensor filled(const Shape& shape, DType dtype, double value) {
   Tensor t(shape, dtype);
   if (value == 0.0) return t;
@@ -62,6 +60,7 @@ Optimizer::Optimizer(const LearningRate& rate, const GradientClipping& clipping,
   Tensor lr(Shape{}, DType::F32);
   lr.data<float>()[0] = static_cast<float>(learning_rate);
   variables_.push_back(std::make_shared<Variable>(path + "/learning_rate", lr, false));
+  for (const VariablePtr& v : variables_) v->set_optimizer_state();
 }
 
 std::string Optimizer::config_json() const {
@@ -109,6 +108,7 @@ void Optimizer::build(const std::vector<VariablePtr>& trainable) {
     for (const std::string& s : slot_names()) {
       const Tensor start = filled(v->value().shape(), v->value().dtype(), slot_initial_value());
       auto slot = std::make_shared<Variable>("optimizer/" + v->path() + "/" + s, start, false);
+      slot->set_optimizer_state(v.get());
       slots.push_back(slot);
       variables_.push_back(slot);
     }
@@ -119,6 +119,7 @@ void Optimizer::build(const std::vector<VariablePtr>& trainable) {
     for (const auto& [name, start] : state_variables()) {
       const DType dtype = trainable.empty() ? DType::F32 : trainable[0]->value().dtype();
       state_.push_back(std::make_shared<Variable>("optimizer/" + name, filled(Shape{}, dtype, start), false));
+      state_.back()->set_optimizer_state();
     }
   variables_.insert(variables_.end(), state_.begin(), state_.end());
 }
@@ -158,20 +159,20 @@ void Optimizer::emit_skippable_updates(graph::Graph& g, const std::vector<Variab
   build(vars);
   const int first = g.size();
   graph::ScopeGuard phase(g, graph::Phase::Update);
-  graph::ScopeGuard scope(g, "optimizer");
-  const graph::Value iteration = read(g, *variables_[0]);
-  const graph::Value lr = read(g, *variables_[1]);
+  graph::ScopeGuard scope(g, "optimizer", graph::Role::Optimizer);
+  const graph::Value iteration = g.read_variable(*variables_[0]);
+  const graph::Value lr = g.read_variable(*variables_[1]);
   const std::vector<graph::Value> clipped = clip(g, grads);
   std::vector<graph::Value> state;
-  for (const VariablePtr& s : state_) state.push_back(read(g, *s));
+  for (const VariablePtr& s : state_) state.push_back(g.read_variable(*s));
   std::vector<int> updates;
   for (std::size_t i = 0; i < vars.size(); ++i) {
     if (!clipped[i].valid()) continue;  // the variable does not affect the loss
     const auto at = std::find(slot_owner_ids_.begin(), slot_owner_ids_.end(), vars[i]->id()) - slot_owner_ids_.begin();
     std::vector<graph::Value> slots;
-    for (const VariablePtr& s : slots_[static_cast<std::size_t>(at)]) slots.push_back(read(g, *s));
+    for (const VariablePtr& s : slots_[static_cast<std::size_t>(at)]) slots.push_back(g.read_variable(*s));
     const int before = g.size();
-    emit_update(g, read(g, *vars[i]), clipped[i], lr, iteration, slots, state);
+    emit_update(g, g.read_variable(*vars[i]), clipped[i], lr, iteration, slots, state);
     for (int n = before; n < g.size(); ++n) {
       updates.push_back(n);
       // Every update kernel decays its variable first when the attr is set.

@@ -225,13 +225,14 @@ void Executable::wait_for_writes() {
     if (!b->inboxes.empty()) b->written[static_cast<std::size_t>(writing_)]->wait();
 }
 
-// One communicator per group of ranks that some collective spans, shared by its members.
+// One communicator per group of ranks that some collective spans, shared by its members; a group
+// of every rank uses the communicator itself.
 void Executable::make_groups() {
   for (const compile::Program& prog : plan_->programs)
     for (int i = 0; i < prog.graph.size(); ++i) {
-      const graph::Node& n = prog.graph.node(i);
-      if (!n.attrs.has("group")) continue;
-      const std::vector<int64_t> ranks = n.attrs.ints("group");
+      const std::optional<graph::Communication>& c = prog.graph.node(i).communication;
+      if (!c || c->group.empty() || static_cast<int>(c->group.size()) >= comm_->size()) continue;
+      const std::vector<int64_t> ranks(c->group.begin(), c->group.end());
       if (!groups_.count(ranks)) groups_[ranks] = comm_->subgroup(ranks);
     }
 }

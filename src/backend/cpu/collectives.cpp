@@ -17,10 +17,10 @@ KernelFn make_all_reduce_start(const KernelInit& k) {
   std::size_t total = 0;
   const std::vector<BucketRange> ranges = bucket_ranges(k, &total);
   const DType dtype = k.in_types.at(0).dtype;
-  const bool mean = k.node.attrs.b("mean");
-  const Wire wire = k.node.attrs.b("bf16") ? Wire::BFloat16 : Wire::Native;
+  const bool mean = communication_of(k).mean;
+  const Wire wire = wire_of(k);
   const auto [comm, rank] = peers_of(k);
-  const std::string label = "all_reduce bucket " + std::to_string(k.node.attrs.i("bucket")) + " (" + std::to_string(total / 1024) + " KB)";
+  const std::string label = "all_reduce bucket " + std::to_string(communication_of(k).bucket) + " (" + std::to_string(total / 1024) + " KB)";
   const int slot = add_bucket_slot(
       k,
       [=] {
@@ -57,7 +57,7 @@ KernelFn make_point_to_point(const KernelInit& k) {
   const int rank = comm_of(k).rank;
   void* data = sending ? k.in[0] : k.out[0];
   const std::size_t bytes = sending ? k.in_types[0].bytes() : k.out_type().bytes();
-  const auto tag = static_cast<int>(k.node.attrs.i("tag", 0));
+  const int tag = communication_of(k).tag;
   if (sending) return run_on_queue(k, [=] { comm->send(rank, peer, data, bytes, tag); }, "send to rank " + std::to_string(peer));
   return run_on_queue(k, [=] { comm->recv(rank, peer, data, bytes, tag); }, "recv from rank " + std::to_string(peer));
 }

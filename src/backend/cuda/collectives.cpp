@@ -117,13 +117,13 @@ KernelFn make_all_reduce_start(const KernelInit& k) {
   const std::vector<BucketRange> ranges = bucket_ranges(k, &total);
   const DType dtype = k.in_types.at(0).dtype;
   const std::size_t elem = dtype_size(dtype);
-  const ReduceOp op = k.node.attrs.b("mean") ? ReduceOp::Mean : ReduceOp::Sum;
-  const Wire wire = k.node.attrs.b("bf16") ? Wire::BFloat16 : Wire::Native;
+  const ReduceOp op = communication_of(k).mean ? ReduceOp::Mean : ReduceOp::Sum;
+  const Wire wire = wire_of(k);
   const auto [comm, rank] = peers_of(k);
   std::vector<Staging::Range> buffers;
   for (const BucketRange& r : ranges) buffers.push_back({r.start, r.count * elem});
   auto staging = std::make_shared<Staging>(k, comm, buffers, buffers);
-  const std::string label = "all_reduce bucket " + std::to_string(k.node.attrs.i("bucket")) + " (" + std::to_string(total / 1024) + " KB)";
+  const std::string label = "all_reduce bucket " + std::to_string(communication_of(k).bucket) + " (" + std::to_string(total / 1024) + " KB)";
   const int slot = add_bucket_slot(
       k,
       [=] {
@@ -184,7 +184,7 @@ KernelFn make_point_to_point(const KernelInit& k) {
   Communicator* comm = comm_of(k).communicator;
   const int rank = comm_of(k).rank;
   const std::size_t bytes = sending ? k.in_types[0].bytes() : k.out_type().bytes();
-  const auto tag = static_cast<int>(k.node.attrs.i("tag", 0));
+  const int tag = communication_of(k).tag;
   const std::vector<Staging::Range> data{{sending ? k.in[0] : k.out[0], bytes}};
   auto staging = std::make_shared<Staging>(k, comm, sending ? data : std::vector<Staging::Range>{}, sending ? std::vector<Staging::Range>{} : data);
   if (sending)
