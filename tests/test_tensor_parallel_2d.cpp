@@ -40,7 +40,10 @@ std::vector<Tensor> five_steps(dist::StrategyPtr strategy, tandem::OptimizerPtr 
 std::set<std::vector<int64_t>> groups(const tandem::compile::Program& p, const std::string& op) {
   std::set<std::vector<int64_t>> out;
   for (int id = 0; id < p.graph.size(); ++id)
-    if (p.graph.node(id).op == op) out.insert(p.graph.node(id).attrs.ints("group"));
+    if (p.graph.node(id).op == op) {
+      const std::vector<int>& group = p.graph.node(id).communication->group;
+      out.insert(std::vector<int64_t>(group.begin(), group.end()));
+    }
   return out;
 }
 }  // namespace
