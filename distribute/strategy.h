@@ -46,10 +46,6 @@ class Strategy {
   // How the global graph of one step (one micro-batch of it: forward, loss, metrics, backward,
   // updates) becomes one program per device that runs `micro_batches` of them per step.
   virtual compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const = 0;
-  // That description lowered: the plan, `fetches` read after each step where they live.
-  compile::Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, int micro_batches = 1) const {
-    return compile::lower(g, fetches, describe(g, micro_batches));
-  }
   // Micro-batches each batch is cut into (the model sums their gradients before the update).
   virtual int micro_batches() const { return 1; }
   // Refuses a training batch size the strategy cannot run (fit's batch_size).

@@ -28,6 +28,7 @@
 #include "ops/ops.h"
 #include "backend/device.h"
 #include "runtime/executable.h"
+#include "lower_with.h"
 
 namespace gradcheck {
 
@@ -119,7 +120,7 @@ class GradCheck {
       REQUIRE(d.valid());
       fetches.push_back(d);
     }
-    plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+    plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
     tandem::runtime::Executable exe(
         plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [](int, int) -> void* { return nullptr; });
     auto fetched = [&](int i) { return static_cast<const double*>(exe.fetch(0, i)); };

@@ -13,6 +13,7 @@
 
 #include "layer_base/call_context.h"
 #include "tests/gradient_check.h"
+#include "lower_with.h"
 
 namespace layer_run {
 
@@ -51,7 +52,7 @@ inline LayerResult run_layer(const tandem::LayerRef& layer, const Shape& xs, con
   for (const auto& v : layer->weights()) wrt.push_back(ctx.variable(*v));
   std::vector<Value> fetches{y};
   for (Value d : tandem::autodiff::gradients(g, loss, wrt)) fetches.push_back(d);
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
   tandem::runtime::Executable exe(
       plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
       [&](int, int id) -> void* {

@@ -13,12 +13,13 @@
 #include "distribute/strategy.h"
 #include "graph/graph.h"
 #include "runtime/executable.h"
+#include "lower_with.h"
 
 namespace op_runner {
 
 inline std::vector<tandem::Tensor> run(const tandem::graph::Graph& g, const std::vector<std::pair<std::string, tandem::Tensor>>& feeds,
                                        const std::vector<tandem::graph::Value>& fetches, const std::string& device = "cpu:0") {
-  const auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+  const auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device(device)},
                                   [](int, int) -> void* { return nullptr; });
   for (const auto& [name, t] : feeds)

@@ -17,6 +17,7 @@
 #include "ops/activation_functions.h"
 #include "scratch_dir.h"
 #include "tests/gradient_check.h"
+#include "lower_with.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;
@@ -90,7 +91,7 @@ std::vector<double> forward(const OpFn& op, const std::vector<double>& x, DType 
   const Shape shape{static_cast<int64_t>(x.size())};
   const Value xv = g.placeholder("x", {shape, dtype});
   const Value y = op(g, xv);
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, {y}));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, {y}));
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
                                   [](int, int) -> void* { return nullptr; });
   const Tensor in = Tensor::from(shape, std::span<const double>(x)).cast(dtype);

@@ -15,6 +15,7 @@
 #include "layer_base/call_context.h"
 #include "ops/attention.h"
 #include "tests/gradient_check.h"
+#include "lower_with.h"
 
 namespace {
 
@@ -291,7 +292,7 @@ LayerGrads run_layer(tandem::Layer& layer, const std::vector<Feed>& inputs, cons
   std::vector<Value> fetches{y};
   for (Value d : grads)
     if (d.valid()) fetches.push_back(d);
-  auto plan = std::make_shared<const compile::Plan>(distribute::Default()->lower(g, fetches));
+  auto plan = std::make_shared<const compile::Plan>(lower_with(distribute::Default(), g, fetches));
   std::map<int, void*> vars;
   for (const VariablePtr& v : layer.weights()) vars[v->id()] = v->value().raw();
   runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [&](int, int id) { return vars.at(id); });
@@ -458,7 +459,7 @@ TEST_CASE("attention: an id out of range raises ValueError from the step, predic
     const Value table = c.fixed({4, 2}, -1, 1);
     const Value ids = c.labels({3}, 4, DType::I64);
     auto plan = std::make_shared<const tandem::compile::Plan>(
-        tandem::distribute::Default()->lower(c.g, {ops::gather(c.g, table, ids, "Embedding \"emb\"")}));
+        lower_with(tandem::distribute::Default(), c.g, {ops::gather(c.g, table, ids, "Embedding \"emb\"")}));
     tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
                                     [](int, int) -> void* { return nullptr; });
     auto* idp = static_cast<int64_t*>(exe.feed(0, "in1"));

@@ -25,6 +25,7 @@
 #include "runtime/executable.h"
 #include "scratch_dir.h"
 #include "strategy_helpers.h"
+#include "lower_with.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;
@@ -51,7 +52,7 @@ struct Feed {
 // as doubles.
 std::vector<std::vector<double>> run_graph(Graph& g, const std::vector<Value>& fetches, const std::vector<Feed>& feeds,
                                            const std::string& device = "cpu:0", int threads = 0) {
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device(device, threads)},
                                   [](int, int) -> void* { return nullptr; });
   for (const Feed& f : feeds) {

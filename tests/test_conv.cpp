@@ -16,6 +16,7 @@
 #include "ops/conv.h"
 #include "tests/gradient_check.h"
 #include "tests/layer_run.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 using gradcheck::GradCheck;
@@ -178,7 +179,7 @@ TEST_CASE("conv: conv2d kernels give the same values with 1, 3 and 4 threads") {
   const Value dy = g.placeholder("dy", {g.type(y).shape, DType::F64});
   const Value dx = ops::conv2d_backprop_input(g, dy, k, xs, {2, 1}, {1, 1}, "same");
   const Value dk = ops::conv2d_backprop_filter(g, x, dy, ks, {2, 1}, {1, 1}, "same");
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, {y, dx, dk}));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, {y, dx, dk}));
   std::mt19937_64 gen(9);
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<std::vector<double>> inputs;
@@ -229,7 +230,7 @@ TEST_CASE("conv: max pooling sends the gradient of a tie to the first maximal el
   const Value dy = g.placeholder("dy", {Shape{1, 1, 1, 1}, DType::F64});
   const Value dx = g.add("max_pool2d_grad", {x, dy},
                          {{"pool", std::vector<int64_t>{2, 3}}, {"strides", std::vector<int64_t>{2, 3}}, {"padding", std::string("valid")}});
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, {dx}));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, {dx}));
   tandem::runtime::Executable exe(
       plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [](int, int) -> void* { return nullptr; });
   const double xv[] = {1, 5, 2, 5, 0, 5};

@@ -17,6 +17,7 @@
 #include "layers/config.h"
 #include "tests/gradient_check.h"
 #include "tests/strategy_helpers.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 using tandem::DType;
@@ -162,7 +163,7 @@ Checked check_chain(const Chain& chain, const Shape& xs, uint64_t seed, const st
     REQUIRE(d.valid());
     fetches.push_back(d);
   }
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
   std::map<int, void*> homes;
   for (const auto& v : vars) homes[v->id()] = v->value().raw();
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},

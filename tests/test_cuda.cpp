@@ -37,6 +37,7 @@
 #include "runtime/executable.h"
 #include "tests/op_runner.h"
 #include "tests/strategy_helpers.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 namespace dist = tandem::distribute;
@@ -173,7 +174,7 @@ class DeviceComparison {
       REQUIRE(d.valid());
       fetches.push_back(d);
     }
-    const auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+    const auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
     const auto cpu = run(plan, "cpu:0", fetches), gpu = run(plan, "gpu:0", fetches);
     for (std::size_t f = 0; f < fetches.size(); ++f) {
       double worst = 0, scale = 1e-8;

@@ -16,6 +16,7 @@
 #include "tests/op_runner.h"
 #include "tests/gradient_check.h"
 #include "tests/strategy_helpers.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 namespace dist = tandem::distribute;
@@ -196,14 +197,14 @@ TEST_CASE("fusion: a 16-bit activation gradient cast to float32 and summed by co
     const Value pdy = g.placeholder("dy", {Shape{rows, cols}, tandem::DType::BF16}), py = g.placeholder("y", {Shape{rows, cols}, tandem::DType::BF16});
     const Value dx = g.add(grad, {pdy, py});
     const Value db = ops::reduce_sum(g, ops::cast(g, dx, tandem::DType::F32), {0}, false);
-    const auto fused_plan = tandem::distribute::Default()->lower(g, {dx, db});
+    const auto fused_plan = lower_with(tandem::distribute::Default(), g, {dx, db});
     CHECK(ops_run(fused_plan).count("activation_bias_grad") == 1);
     CHECK(ops_run(fused_plan).count("reduce_sum") == 0);
     const auto fused = op_runner::run(g, {{"dy", dy}, {"y", y}}, {dx, db});
     std::vector<tandem::Tensor> unfused;
     {
       const FusionOff off;
-      CHECK(ops_run(tandem::distribute::Default()->lower(g, {dx, db})).count("activation_bias_grad") == 0);
+      CHECK(ops_run(lower_with(tandem::distribute::Default(), g, {dx, db})).count("activation_bias_grad") == 0);
       unfused = op_runner::run(g, {{"dy", dy}, {"y", y}}, {dx, db});
     }
     REQUIRE(fused[1].dtype() == tandem::DType::F32);

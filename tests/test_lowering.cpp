@@ -23,6 +23,7 @@
 #include "runtime/executable.h"
 #include "runtime/variable_homes.h"
 #include "strategy_helpers.h"
+#include "lower_with.h"
 
 namespace compile = tandem::compile;
 namespace graph = tandem::graph;
@@ -270,7 +271,7 @@ TEST_CASE("lowering: Mirrored's step of a dense layer splits the rows and sums t
   const graph::Value logits = ops::bias_add(g, ops::matmul(g, x, read(w)), read(b));
   const graph::Value loss = ops::scale(g, sum_all(g, ops::cross_entropy(g, logits, y, true, true)), 1.0 / rows);
   tandem::optimizers::SGD(0.1)->emit_updates(g, {w, b}, tandem::autodiff::gradients(g, loss, {read(w), read(b)}));
-  const compile::Plan plan = tandem::distribute::Mirrored(cpus(2))->lower(g, {loss});
+  const compile::Plan plan = lower_with(tandem::distribute::Mirrored(cpus(2)), g, {loss});
   CHECK(plan.fetches[0].layout.is_partial());
   for (const compile::Program& p : plan.programs) {
     std::map<std::string, int> ops_seen;
@@ -291,7 +292,7 @@ TEST_CASE("lowering: Mirrored's all-reduce nodes carry their group, bucket and w
   // gradient is a bucket of its own.
   const LayeredGraph lg({{"a", 16}, {"b", 16}}, 8, 8);
   const compile::Plan mirrored =
-      tandem::distribute::Mirrored(cpus(2), {.bucket_bytes = 600, .all_reduce_bf16 = true})->lower(lg.g, lg.fetches);
+      lower_with(tandem::distribute::Mirrored(cpus(2), {.bucket_bytes = 600, .all_reduce_bf16 = true}), lg.g, lg.fetches);
   REQUIRE(mirrored.programs.size() == 2);
   for (const compile::Program& p : mirrored.programs) {
     INFO(p.device);
@@ -320,7 +321,7 @@ TEST_CASE("lowering: Mirrored's all-reduce nodes carry their group, bucket and w
 
   // Two stages on two devices: a on cpu:0, b on cpu:1. The activation goes forward and its
   // gradient back, each as a send whose recv on the other device has the same tag and type.
-  const compile::Plan piped = tandem::distribute::Pipeline(cpus(2), {.boundaries = {"b"}})->lower(lg.g, lg.fetches);
+  const compile::Plan piped = lower_with(tandem::distribute::Pipeline(cpus(2), {.boundaries = {"b"}}), lg.g, lg.fetches);
   REQUIRE(piped.programs.size() == 2);
   std::set<int> tags;
   for (int d = 0; d < 2; ++d) {
@@ -399,7 +400,7 @@ TEST_CASE("lowering: an unread reader of a gradient is not lowered, and the grad
   const auto grads = tandem::autodiff::gradients(g, loss, {kernel});
   ops::relu(g, grads[0]);  // needs the gradient whole; nothing reads it
   tandem::optimizers::SGD(0.1)->emit_updates(g, {w}, grads);
-  const compile::Plan plan = tandem::distribute::Mirrored(cpus(2))->lower(g, {loss});
+  const compile::Plan plan = lower_with(tandem::distribute::Mirrored(cpus(2)), g, {loss});
   for (const compile::Program& p : plan.programs) {
     std::map<std::string, int> ops_seen;
     for (int i = 0; i < p.graph.size(); ++i) ++ops_seen[p.graph.node(i).op];

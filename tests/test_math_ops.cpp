@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "tests/gradient_check.h"
+#include "lower_with.h"
 
 namespace {
 
@@ -63,7 +64,7 @@ TEST_CASE("maximum at a tie gives each side half the gradient, as PyTorch does")
   const Value b = c.given({2}, {1.0, 3.0});
   const Value y = ops::reduce_sum(g, ops::maximum(g, a, b), {0});
   const std::vector<Value> d = tandem::autodiff::gradients(g, y, {a, b});
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, {d[0], d[1]}));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, {d[0], d[1]}));
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
                                   [](int, int) -> void* { return nullptr; });
   const double xa[] = {1.0, 2.0}, xb[] = {1.0, 3.0};
@@ -117,7 +118,7 @@ TEST_CASE("comparisons, sign and one_hot against their definitions") {
   for (const char* n : names) fetches.push_back(ops::compare(g, n, a, b));
   fetches.push_back(ops::sign(g, a));
   fetches.push_back(ops::one_hot(g, ids, 3, DType::F64));
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
                                   [](int, int) -> void* { return nullptr; });
   const double xa[] = {-1.0, 0.0, 2.0, 3.0, -0.5}, xb[] = {0.0, 0.0, 3.0, 2.0, -0.5};

@@ -19,6 +19,7 @@
 #include "graph/op_registry.h"
 #include "plan_helpers.h"
 #include "strategy_helpers.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 namespace dist = tandem::distribute;
@@ -78,7 +79,7 @@ TEST_CASE("model split: layers placed on 2 and 4 devices, by name and automatica
 TEST_CASE("model split: each device holds its layers' weights and slots only, and activations cross by send/recv") {
   const LayeredGraph lg({{"a", 16}, {"b", 16}, {"c", 16}, {"d", 16}}, 8, 12, tandem::optimizers::SGD(0.1, {.momentum = 0.9}));
   const auto strategy = dist::ModelSplit(cpus(2), {.placement = {{"c", "cpu:1"}}});
-  const auto plan = strategy->lower(lg.g, lg.fetches, 1);
+  const auto plan = lower_with(strategy, lg.g, lg.fetches, 1);
   const auto vars = variables_per_program(plan);
   auto holds = [&](int p, const std::string& path) { return std::find(vars[p].begin(), vars[p].end(), path) != vars[p].end(); };
   for (const char* layer : {"a", "b"}) {
@@ -106,7 +107,7 @@ TEST_CASE("model split: automatic placement cuts where the parameter bytes balan
   const auto bytes = dist::parameter_bytes(lg.g);
   REQUIRE(bytes.size() == 5);
   CHECK(bytes[1].cost == 16 * 1024 * 4);
-  const auto plan = dist::ModelSplit(cpus(2))->lower(lg.g, lg.fetches, 1);
+  const auto plan = lower_with(dist::ModelSplit(cpus(2)), lg.g, lg.fetches, 1);
   const auto vars = variables_per_program(plan);
   std::size_t on_first = 0;
   for (const auto& l : bytes) on_first += std::count(vars[0].begin(), vars[0].end(), l.layer + "/kernel");
@@ -218,7 +219,7 @@ TEST_CASE("model split sharding: Megatron's MLP needs no communication between i
   };
   graph::Value h = tandem::ops::gelu(g, tandem::ops::bias_add(g, tandem::ops::matmul(g, x, weight("up/kernel", {20, 32})), weight("up/bias", {32})));
   graph::Value y = tandem::ops::bias_add(g, tandem::ops::matmul(g, h, weight("down/kernel", {32, 16})), weight("down/bias", {16}));
-  const auto plan = dist::ModelSplit(model_mesh(2), kMegatron)->lower(g, {y}, 1);
+  const auto plan = lower_with(dist::ModelSplit(model_mesh(2), kMegatron), g, {y}, 1);
   for (const auto& p : plan.programs) {
     CHECK(count_ops(p, "all_reduce_start") == 1);
     CHECK(count_ops(p, "all_gather") == 0);
@@ -239,10 +240,10 @@ TEST_CASE("model split sharding: a 4-way split keeps a quarter of the weight and
   // learning rate) are whole.
   const LayeredGraph lg({{"a", 256}, {"b", 12}}, 32, 12, tandem::optimizers::Adam(1e-3));
   const dist::LayoutMap map = {{"a/kernel", {"", "model"}}, {"b/kernel", {"model", ""}}};
-  const auto whole = variable_bytes(dist::Default()->lower(lg.g, lg.fetches, 1))[0];
+  const auto whole = variable_bytes(lower_with(dist::Default(), lg.g, lg.fetches, 1))[0];
   const std::size_t kernels = 3 * (12 * 256 + 256 * 12) * 4, scalars = whole - kernels;
   CHECK(scalars <= 16);
-  const auto plan = dist::ModelSplit(model_mesh(4), map)->lower(lg.g, lg.fetches, 1);
+  const auto plan = lower_with(dist::ModelSplit(model_mesh(4), map), lg.g, lg.fetches, 1);
   for (std::size_t bytes : variable_bytes(plan)) CHECK(bytes == kernels / 4 + scalars);
   // The hidden activation (32, 256) lies on each device as its (32, 64) block: every value of
   // that width in device 0's graph is 64 wide.
@@ -254,7 +255,7 @@ TEST_CASE("model split sharding: a 4-way split keeps a quarter of the weight and
       hidden += t.shape.str() == "(32, 64)";
     }
   CHECK(hidden >= 2);  // x·W1 and its tanh, at least
-  const auto default_arena = dist::Default()->lower(lg.g, lg.fetches, 1).programs[0].memory.arena_bytes;
+  const auto default_arena = lower_with(dist::Default(), lg.g, lg.fetches, 1).programs[0].memory.arena_bytes;
   MESSAGE("arena bytes per device: Default " << default_arena << ", 4-way split " << plan.programs[0].memory.arena_bytes);
   CHECK(plan.programs[0].memory.arena_bytes < default_arena);
 }
@@ -295,7 +296,7 @@ TEST_CASE("model split sharding: attention split by heads communicates once, aft
   const dist::LayoutMap map = {{"(query|key|value)/kernel", {"", "model", ""}},
                                {"(query|key|value)/bias", {"model", ""}},
                                {"attention_output/kernel", {"model", "", ""}}};
-  const auto plan = dist::ModelSplit(model_mesh(2), map)->lower(g, {loss}, 1);
+  const auto plan = lower_with(dist::ModelSplit(model_mesh(2), map), g, {loss}, 1);
   for (const auto& p : plan.programs) {
     CHECK(count_ops(p, "all_reduce_start") == 1);
     CHECK(count_ops(p, "all_gather") == 0);
@@ -444,7 +445,7 @@ TEST_CASE("model split sharding: a 2×2 mesh (batch × model) splits each batch 
 TEST_CASE("model split sharding: under a 2×2 mesh each device all-reduces its weight blocks' gradients with its column and its MLP's sums with its row") {
   const LayeredGraph lg({{"a", 32}, {"b", 12}}, 8, 12);
   const dist::LayoutMap map = {{"a/kernel", {"", "model"}}, {"b/kernel", {"model", ""}}};
-  const auto plan = dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, cpus(4)}, map)->lower(lg.g, lg.fetches, 1);
+  const auto plan = lower_with(dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, cpus(4)}, map), lg.g, lg.fetches, 1);
   REQUIRE(plan.programs.size() == 4);
   for (int d = 0; d < 4; ++d) {
     const int i = d / 2, j = d % 2;

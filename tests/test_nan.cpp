@@ -31,6 +31,7 @@
 #include "ops/ops.h"
 #include "backend/device.h"
 #include "runtime/executable.h"
+#include "lower_with.h"
 
 namespace {
 
@@ -103,7 +104,7 @@ class OpGraph {
   }
 
   std::unique_ptr<tandem::runtime::Executable> execute(const std::vector<Value>& fetches) {
-    auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+    auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
     auto exe = std::make_unique<tandem::runtime::Executable>(
         plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")}, [](int, int) -> void* { return nullptr; });
     for (const Fed& in : inputs_) {

@@ -13,6 +13,7 @@
 #include "layer_base/call_context.h"
 #include "ops/normalization.h"
 #include "tests/gradient_check.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 using gradcheck::GradCheck;
@@ -219,7 +220,7 @@ std::vector<std::vector<float>> run_layer(tandem::Layer& layer, const Shape& sha
     REQUIRE(d.valid());
     fetches.push_back(d);
   }
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
   tandem::runtime::Executable exe(
       plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
       [&](int, int id) -> void* {

@@ -15,6 +15,7 @@
 #include "distribute/strategy.h"
 #include "strategy_helpers.h"
 #include "ops/ops.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 namespace dist = tandem::distribute;
@@ -104,8 +105,8 @@ TEST_CASE("pipeline: the interleaved schedule, 2 chunks per device on 2 and 4 de
   // Device 0 of 2 with chunks 0 and 2, 4 micro-batches: Megatron's order, (S − 1)·2 + (v − 1)·S
   // = 4 forwards first.
   const LayeredGraph lg({{"a", 16}, {"b", 16}, {"c", 16}, {"d", 16}}, 8, 8);
-  const tandem::compile::Plan plan = dist::Pipeline(cpus(2), {.virtual_stages = 2, .micro_batches = 4,
-                                                              .schedule = dist::PipelineSchedule::Interleaved})->lower(lg.g, lg.fetches, 4);
+  const tandem::compile::Plan plan = lower_with(dist::Pipeline(cpus(2), {.virtual_stages = 2, .micro_batches = 4,
+                                                              .schedule = dist::PipelineSchedule::Interleaved}), lg.g, lg.fetches, 4);
   std::string order;
   const auto& p0 = plan.programs[0];
   for (const auto& a : plan.schedule[0]) {
@@ -132,7 +133,7 @@ TEST_CASE("pipeline: 2 stages × 2 replicas split each micro-batch's rows and al
 
 TEST_CASE("pipeline: under 2 stages × 2 replicas each replica sends to its counterpart and all-reduces with its stage's other replica") {
   const LayeredGraph lg({{"a", 16}, {"b", 16}}, 8, 8);
-  const tandem::compile::Plan plan = dist::Pipeline(cpus(4), {.replicas = 2})->lower(lg.g, lg.fetches, 1);
+  const tandem::compile::Plan plan = lower_with(dist::Pipeline(cpus(4), {.replicas = 2}), lg.g, lg.fetches, 1);
   for (int d = 0; d < 4; ++d) {
     INFO("device " << d);
     const graph::Graph& g = plan.programs[static_cast<std::size_t>(d)].graph;
@@ -166,7 +167,7 @@ TEST_CASE("pipeline: stages split over model-split devices (data × pipeline × 
   // Each device of the first stage holds half of dense's kernel columns, none of dense_2's.
   const LayeredGraph lg({{"dense", 16}, {"dense_1", 16}, {"dense_2", 16}, {"dense_3", 16}}, 8, 8);
   const tandem::compile::Plan plan =
-      dist::Pipeline(cpus(4), {.boundaries = {"dense_2"}, .model_split = 2, .layout_map = megatron})->lower(lg.g, lg.fetches, 1);
+      lower_with(dist::Pipeline(cpus(4), {.boundaries = {"dense_2"}, .model_split = 2, .layout_map = megatron}), lg.g, lg.fetches, 1);
   REQUIRE(plan.programs.size() == 4);
   for (int d = 0; d < 4; ++d) {
     INFO("device " << d);
@@ -209,8 +210,8 @@ TEST_CASE("pipeline: a skip connection from the first stage to the last travels 
 TEST_CASE("pipeline: 1F1B holds at most S − s micro-batches on stage s and GPipe all M, which differ by whole activation slots") {
   const LayeredGraph lg({{"a", 64}, {"b", 64}, {"c", 64}, {"d", 8}}, 16, 32);
   const int micro = 8, stages = 4;
-  const tandem::compile::Plan gpipe = dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = dist::PipelineSchedule::GPipe})->lower(lg.g, lg.fetches, micro);
-  const tandem::compile::Plan one_f_one_b = dist::Pipeline(cpus(stages), {.micro_batches = micro})->lower(lg.g, lg.fetches, micro);
+  const tandem::compile::Plan gpipe = lower_with(dist::Pipeline(cpus(stages), {.micro_batches = micro, .schedule = dist::PipelineSchedule::GPipe}), lg.g, lg.fetches, micro);
+  const tandem::compile::Plan one_f_one_b = lower_with(dist::Pipeline(cpus(stages), {.micro_batches = micro}), lg.g, lg.fetches, micro);
   for (int s = 0; s < stages; ++s) {
     INFO("stage " << s);
     const auto& gm = gpipe.programs[static_cast<std::size_t>(s)].memory;

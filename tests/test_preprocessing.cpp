@@ -17,6 +17,7 @@
 #include "ops/resize.h"
 #include "scratch_dir.h"
 #include "tests/gradient_check.h"
+#include "lower_with.h"
 
 namespace fs = std::filesystem;
 namespace tl = tandem::layers;
@@ -394,7 +395,7 @@ TEST_CASE("preprocessing: resize2d and resize2d_grad are bitwise the same on 1 a
       tandem::graph::Graph g;
       const tandem::graph::Value xv = g.placeholder("x", {in, DType::F32}), dv = g.placeholder("dy", {out, DType::F32});
       const std::vector<tandem::graph::Value> fetches{ops::resize2d(g, xv, out[1], out[2], method), ops::resize2d_grad(g, dv, in[1], in[2], method)};
-      auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+      auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
       tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0", r == 0 ? 1 : 4)},
                                       [](int, int) -> void* { return nullptr; });
       exe.device(0).copy_in(exe.feed(0, "x"), x.data(), x.size() * sizeof(float));

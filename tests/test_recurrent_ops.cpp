@@ -24,6 +24,7 @@
 #include "ops/attention.h"
 #include "ops/recurrent.h"
 #include "tests/gradient_check.h"
+#include "lower_with.h"
 
 using nlohmann::json;
 using tandem::DType;
@@ -265,7 +266,7 @@ namespace {
 // `feeds` (by name) in the graph's float dtype; returns the fetched values as doubles.
 std::vector<std::vector<double>> run(Graph& g, const std::vector<Value>& fetches, const std::vector<std::string>& inputs,
                                      const std::map<std::string, std::vector<double>>& feeds, DType dtype, int threads) {
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, fetches));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, fetches));
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0", threads)},
                                   [](int, int) -> void* { return nullptr; });
   for (const std::string& name : inputs) {

@@ -18,6 +18,7 @@
 #include "tests/gradient_check.h"
 #include "tests/layer_run.h"
 #include "tests/strategy_helpers.h"
+#include "lower_with.h"
 
 namespace tl = tandem::layers;
 using gradcheck::GradCheck;
@@ -190,7 +191,7 @@ TEST_CASE("vision: depthwise kernels give the same values with 1, 3 and 4 thread
   const Value dx = ops::depthwise_conv2d_backprop_input(g, dy, k, xs, {2, 1}, {1, 1}, "same");
   const Value dk = ops::depthwise_conv2d_backprop_filter(g, x, dy, ks, {2, 1}, {1, 1}, "same");
   const std::vector<Value> outputs{y, dx, dk};
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, outputs));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, outputs));
   std::mt19937_64 gen(9);
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<std::vector<double>> inputs;
@@ -224,7 +225,7 @@ TEST_CASE("vision: spatial_dropout drops whole channels per sample, scales by 1/
   const Value x = g.placeholder("x", {xs, DType::F64});
   const Value step = ops::fill(g, {Shape{}, DType::I64}, 7);
   const Value y = ops::spatial_dropout(g, x, step, rate, 11);
-  auto plan = std::make_shared<const tandem::compile::Plan>(tandem::distribute::Default()->lower(g, {y}));
+  auto plan = std::make_shared<const tandem::compile::Plan>(lower_with(tandem::distribute::Default(), g, {y}));
   tandem::runtime::Executable exe(plan, std::vector<tandem::backend::Device*>{&tandem::backend::open_device("cpu:0")},
                                   [](int, int) -> void* { return nullptr; });
   auto* in = static_cast<double*>(exe.feed(0, "x"));
