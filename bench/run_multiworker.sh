@@ -8,20 +8,18 @@
 set -euo pipefail
 bench=${1:-build/bench_multiworker}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-echo "| batch | 1 process, Default: samples/s | 2 workers x 1 device: samples/s | ratio |"
-echo "|---|---|---|---|"
-for batch in 128 512; do
-  one=$("$bench" train default "$batch")
-  two=$(mpirun -np 2 --bind-to none "$bench" train workers "$batch" | tail -1)
-  echo "| $batch | $one | $two | $(python3 -c "print(f'{$two / $one:.2f}')") |"
-done
-echo
-echo "| batch | Pipeline, 2 stages in 1 process: samples/s | 2 stages on 2 workers: samples/s | ratio |"
-echo "|---|---|---|---|"
-for batch in 128 512; do
-  one=$("$bench" train pipeline "$batch")
-  two=$(mpirun -np 2 --bind-to none "$bench" train spread "$batch" | tail -1)
-  echo "| $batch | $one | $two | $(python3 -c "print(f'{$two / $one:.2f}')") |"
-done
-echo
+# side_by_side ONE TWO LABEL_ONE LABEL_TWO: samples/s of `train ONE` in one process and of
+# `train TWO` under mpirun -np 2, per batch size, and their ratio.
+side_by_side() {
+  echo "| batch | $3: samples/s | $4: samples/s | ratio |"
+  echo "|---|---|---|---|"
+  for batch in 128 512; do
+    one=$("$bench" train "$1" "$batch")
+    two=$(mpirun -np 2 --bind-to none "$bench" train "$2" "$batch" | tail -1)
+    echo "| $batch | $one | $two | $(python3 -c "print(f'{$two / $one:.2f}')") |"
+  done
+  echo
+}
+side_by_side default workers "1 process, Default" "2 workers x 1 device"
+side_by_side pipeline spread "Pipeline, 2 stages in 1 process" "2 stages on 2 workers"
 mpirun -np 2 --bind-to none --mca btl tcp,self --mca btl_tcp_if_include lo "$bench" allreduce

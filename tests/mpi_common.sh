@@ -1,5 +1,8 @@
-# Sourced by the tests that start workers with mpirun ($mpirun): launch NP ARGS... starts NP
-# processes on this machine's loopback (TCP, the transport a cluster uses); fail prints and exits.
+# Sourced by the tests that start workers with mpirun ($mpirun): $dir, a folder for the test's
+# files; launch NP ARGS... starts NP processes on this machine's loopback (TCP, the transport a
+# cluster uses); fail prints and exits.
+dir=$(mktemp -d)  # the test's files
+trap 'rm -rf "$dir"' EXIT
 # mpirun refuses root unless told; containers often run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 launch() {

@@ -13,9 +13,7 @@
 #   multiworker_test.sh MPIRUN MULTIWORKER_CHILD RESUME_CHILD
 set -euo pipefail
 mpirun=$1 child=$2 resume=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-source "$(dirname "$0")/mpi_common.sh"
+source "$(dirname "$0")/mpi_common.sh"  # also makes $dir, removed at exit
 
 echo "== 1. every worker count and device count equals Default"
 "$child" default "$dir/default.bin" >/dev/null

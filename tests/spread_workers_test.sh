@@ -17,9 +17,7 @@
 #   spread_workers_test.sh MPIRUN MULTIWORKER_CHILD RESUME_CHILD
 set -euo pipefail
 mpirun=$1 child=$2 resume=$3
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-source "$(dirname "$0")/mpi_common.sh"
+source "$(dirname "$0")/mpi_common.sh"  # also makes $dir, removed at exit
 
 echo "== 1. every strategy across workers equals Default"
 "$child" deep "$dir/default.bin" >/dev/null
