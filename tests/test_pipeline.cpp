@@ -429,6 +429,19 @@ TEST_CASE("pipeline: weights saved under Pipeline load under Default and the rev
   std::remove(path.c_str());
 }
 
+TEST_CASE("pipeline: devices named by worker in a process started alone are its own; other workers' and mixed lists are refused") {
+  CHECK(dist::across_workers({"cpu:0", "cpu:1"}) == std::vector<std::string>{"cpu:0", "cpu:1"});  // started alone
+  const std::vector<Tensor> reference = five_steps(Net::Mlp, dist::Default());
+  CHECK(weights_apart(five_steps(Net::Mlp, dist::Pipeline({"worker:0/cpu:0", "worker:0/cpu:1"}, {.micro_batches = 2})), reference) <= 1e-5);
+  CHECK_THROWS_WITH_AS(dist::Pipeline({"worker:0/cpu:0", "worker:1/cpu:0"}),
+                       "Pipeline: device 'worker:1/cpu:0' is on worker 1, but this process is one of 1 worker", tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::Pipeline({"worker:0/cpu:0", "cpu:1"}),
+                       "Pipeline: 1 of the 2 devices name their worker (\"worker:W/...\"), the others do not; name the worker of all or of none",
+                       tandem::ValueError);
+  CHECK_THROWS_WITH_AS(dist::Pipeline({"worker:x/cpu:0", "cpu:1"}),
+                       "Pipeline: device 'worker:x/cpu:0': expected \"worker:W/<device>\" with a worker number W", tandem::ValueError);
+}
+
 TEST_CASE("pipeline errors: stages and devices, layers, boundaries and micro-batches name the argument") {
   CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(2), {.stages = 3}), "Pipeline: 3 stages × 1 replicas need 3 devices, got 2", tandem::ValueError);
   CHECK_THROWS_WITH_AS(dist::Pipeline(cpus(3), {.boundaries = {"dense_1"}}), "Pipeline: 2 stages × 1 replicas need 2 devices, got 3",

@@ -33,7 +33,7 @@ std::shared_ptr<Communicator> devices_communicator(const std::vector<std::string
   }
   std::shared_ptr<Communicator> local = local_communicator(mine);
   local->set_timeout(timeout);
-  if (!spanning) return local;
+  if (!spanning || world().count == 1) return local;  // "worker:0/..." in a process started alone: its own
   const std::shared_ptr<Communicator> between = worker_communicator();
   between->set_timeout(timeout);  // the mailbox's waits
   auto all = std::make_shared<SpanningCommunicator>(local, worker_mailbox(), me, world().count);
