@@ -429,7 +429,7 @@ TEST_CASE("pipeline: weights saved under Pipeline load under Default and the rev
   std::remove(path.c_str());
 }
 
-TEST_CASE("pipeline: devices named by worker in a process started alone are its own; other workers' and mixed lists are refused") {
+TEST_CASE("pipeline: devices named by worker in a process started alone are its own, and lists naming other workers or mixing names are refused") {
   CHECK(dist::across_workers({"cpu:0", "cpu:1"}) == std::vector<std::string>{"cpu:0", "cpu:1"});  // started alone
   const std::vector<Tensor> reference = five_steps(Net::Mlp, dist::Default());
   CHECK(weights_apart(five_steps(Net::Mlp, dist::Pipeline({"worker:0/cpu:0", "worker:0/cpu:1"}, {.micro_batches = 2})), reference) <= 1e-5);
