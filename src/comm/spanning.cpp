@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "comm/mean.h"
 #include "tandem/errors.h"
 
 namespace tandem::comm {
@@ -24,11 +25,6 @@ void add(void* sum, const void* x, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) s[i] += v[i];
 }
 
-template <class T>
-void divide(void* data, std::size_t count, int k) {
-  T* d = static_cast<T*>(data);
-  for (std::size_t i = 0; i < count; ++i) d[i] = static_cast<T>(d[i] / static_cast<T>(k));
-}
 }  // namespace
 
 SpanningCommunicator::SpanningCommunicator(std::shared_ptr<Communicator> local, std::shared_ptr<Mailbox> mail, int worker, int workers,
@@ -93,7 +89,7 @@ void SpanningCommunicator::all_reduce(int rank, void* data, std::size_t count, D
     }
     if (mine_->size() > 1) mine_->broadcast(l, data, bytes, 0);
   }
-  if (op == ReduceOp::Mean) dtype == DType::F32 ? divide<float>(data, count, size()) : divide<double>(data, count, size());
+  if (op == ReduceOp::Mean) divide_by(data, count, dtype, size());
 }
 
 void SpanningCommunicator::all_gather(int rank, const void* in, void* out, std::size_t count, DType dtype) {

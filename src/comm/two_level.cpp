@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/mean.h"
 #include "tandem/errors.h"
 
 namespace tandem::comm {
@@ -29,12 +30,7 @@ void TwoLevelCommunicator::all_reduce(int rank, void* data, std::size_t count, D
   local_->all_reduce(l, data, count, dtype, ReduceOp::Sum, wire);
   if (l == 0) across_->all_reduce(worker_, data, count, dtype, ReduceOp::Sum, wire);
   local_->broadcast(l, data, count * dtype_size(dtype), 0);
-  if (op != ReduceOp::Mean) return;
-  const auto k = static_cast<double>(size());
-  if (dtype == DType::F32)
-    for (float* p = static_cast<float*>(data); p < static_cast<float*>(data) + count; ++p) *p = static_cast<float>(*p / k);
-  else
-    for (double* p = static_cast<double*>(data); p < static_cast<double*>(data) + count; ++p) *p /= k;
+  if (op == ReduceOp::Mean) divide_by(data, count, dtype, size());
 }
 
 void TwoLevelCommunicator::all_gather(int rank, const void* in, void* out, std::size_t count, DType dtype) {
