@@ -20,8 +20,8 @@ compile::LoweringOptions data_parallel(int micro_batches, const std::string& str
   compile::LoweringOptions o;
   o.devices = devices;
   o.place = [all](const graph::Node&) { return all; };
-  o.feed_layout = [strategy](const graph::Node& feed, int k) {
-    return split_rows(feed, k, strategy, "batch", "across " + std::to_string(k) + " replicas");
+  o.feed_layout = [strategy](const graph::Node& feed, const std::vector<int>& mesh) {
+    return split_rows(feed, mesh[0], strategy, "batch", "across " + std::to_string(mesh[0]) + " replicas");
   };
   o.bucket_bytes = bucket_bytes;
   o.all_reduce_bf16 = all_reduce_bf16;

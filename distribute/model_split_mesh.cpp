@@ -77,25 +77,31 @@ class ShardingStrategy : public Strategy {
   std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
+  // One axis: the batch's or the weights'. Two: a (rows × m) mesh, the batch split over the
+  // rows and the weights over each row's devices.
   compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
     layouts_.warn_unmatched(g);
-    if (rows_ == 1) {
-      compile::LoweringOptions o = options(devices_, split_rows_, true, micro_batches);
-      keep_this_workers(o);
-      return o;
-    }
-    // The batch axis first, data parallel over the rows of the mesh; then each row's program
-    // over the row's devices, its weights split.
-    std::vector<std::string> row_names;
-    for (int64_t i = 0; i < rows_; ++i) row_names.push_back("row:" + std::to_string(i));
-    const auto m = static_cast<int64_t>(devices_.size()) / rows_;
-    compile::LoweringOptions over_rows = options(row_names, true, false, micro_batches);
-    over_rows.within = [this, m, micro_batches](int i) {
-      const std::vector<std::string> devices(devices_.begin() + i * m, devices_.begin() + (i + 1) * m);
-      return options(devices, false, true, micro_batches);
-    };
-    keep_this_workers(over_rows);
-    return over_rows;
+    const int m = static_cast<int>(static_cast<int64_t>(devices_.size()) / rows_);
+    compile::LoweringOptions o;
+    o.devices = devices_;
+    std::vector<int> all(devices_.size());
+    for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
+    const std::vector<int> mesh = rows_ > 1 ? std::vector<int>{static_cast<int>(rows_), m} : std::vector<int>{m};
+    o.place = [all, mesh](const graph::Node&) { return compile::Placement{all, mesh}; };
+    if (rows_ > 1 || split_rows_)
+      o.feed_layout = [](const graph::Node& feed, const std::vector<int>& mesh) {
+        graph::MeshLayout l = graph::MeshLayout::replicated(mesh.size());
+        l.axes[0] = distribute::split_rows(feed, mesh[0], "ModelSplit", "batch", "over the " + std::to_string(mesh[0]) + " devices of the batch axis");
+        return l;
+      };
+    o.variable_layout = [this](const graph::VariableInfo& v, const std::vector<int>& mesh) {
+        graph::MeshLayout l = graph::MeshLayout::replicated(mesh.size());
+        l.axes.back() = layout_of(v, mesh.back());
+        return l;
+      };
+    o.micro_batches = micro_batches;
+    keep_this_workers(o);
+    return o;
   }
 
   PlacementTable placement(const graph::Graph& g) const override {
@@ -118,22 +124,6 @@ class ShardingStrategy : public Strategy {
   }
 
  private:
-  // Every node on every device; each batch split by rows, or each weight by its layout.
-  compile::LoweringOptions options(const std::vector<std::string>& devices, bool split_rows, bool split_weights, int micro_batches) const {
-    compile::LoweringOptions o;
-    o.devices = devices;
-    std::vector<int> all(devices.size());
-    for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
-    o.place = [all](const graph::Node&) { return all; };
-    if (split_rows)
-      o.feed_layout = [](const graph::Node& feed, int k) {
-        return distribute::split_rows(feed, k, "ModelSplit", "batch", "over the " + std::to_string(k) + " devices of the batch axis");
-      };
-    if (split_weights) o.variable_layout = [this](const graph::VariableInfo& v, int k) { return layout_of(v, k); };
-    o.micro_batches = micro_batches;
-    return o;
-  }
-
   // A weight's layout over the `k` devices that split the weights.
   graph::Layout layout_of(const graph::VariableInfo& v, int k) const {
     if (rows_ > 1)

@@ -76,54 +76,53 @@ class PipelineStrategy : public Strategy {
       const auto it = chunk_of.find(n.scope);
       return it == chunk_of.end() ? -1 : it->second;
     };
-    auto group = [this](int c) { return group_of(c); };
+    // A stage's devices: a replicas × model_split mesh (one axis without a model split).
+    auto mesh = [this](int c) {
+      std::vector<int> devices;
+      for (int d : group_of(c))
+        for (int j = 0; j < split_; ++j) devices.push_back(d * split_ + j);
+      return compile::Placement{devices, split_ > 1 ? std::vector<int>{replicas_, split_} : std::vector<int>{}};
+    };
     compile::LoweringOptions o;
-    o.devices = split_ == 1 ? devices_ : group_names();
+    o.devices = devices_;
     o.place = [=](const graph::Node& n) {
       const int c = chunk(n);
-      return c < 0 ? std::vector<int>{} : group(c);
+      return c < 0 ? compile::Placement{} : mesh(c);
     };
     o.stage = chunk;
-    o.feed_layout = [](const graph::Node& feed, int k) {  // the replicas of a stage split the rows
-      return split_rows(feed, k, "Pipeline", "micro-batch", "across " + std::to_string(k) + " replicas");
+    o.feed_layout = [](const graph::Node& feed, const std::vector<int>& mesh) {  // the replicas of a stage split the rows
+      graph::MeshLayout l = graph::MeshLayout::replicated(mesh.size());
+      l.axes[0] = split_rows(feed, mesh[0], "Pipeline", "micro-batch", "across " + std::to_string(mesh[0]) + " replicas");
+      return l;
     };
+    if (split_ > 1) {
+      // A variable read on several stages (a step counter) lies on a mesh of one axis: whole.
+      o.variable_layout = [this](const graph::VariableInfo& v, const std::vector<int>& mesh) {
+        if (mesh.size() == 1) return graph::MeshLayout(graph::Layout::replicated());
+        return graph::MeshLayout({graph::Layout::replicated(), layouts_->split_over(v, "model", mesh[1])});
+      };
+      layouts_->warn_unmatched(g);
+    }
     o.micro_batches = micro_batches;
-    // Group d (stage d / replicas): how many micro-batches it holds at once, and in which order.
-    std::function<int(int)> in_flight = [=](int) { return micro_batches; };
-    std::function<std::vector<compile::Action>(const compile::Program&, int)> schedule;
+    // Device d is in group d / model_split, of stage group / replicas: how many micro-batches it
+    // holds at once, and in which order.
+    const int split = split_;
+    auto stage_of = [=](int d) { return d / split / replicas; };
     switch (options_.schedule) {
       case PipelineSchedule::GPipe:
+        o.in_flight = [=](int) { return micro_batches; };
         break;
       case PipelineSchedule::OneFOneB:
         // Stage s warms up with S − s − 1 forwards, so it holds at most S − s micro-batches.
-        in_flight = [=](int d) { return std::min(micro_batches, stages - d / replicas); };
-        schedule = [=](const compile::Program& p, int d) { return compile::one_forward_one_backward(p, stages - d / replicas - 1); };
+        o.in_flight = [=](int d) { return std::min(micro_batches, stages - stage_of(d)); };
+        o.schedule = [=](const compile::Program& p, int d) { return compile::one_forward_one_backward(p, stages - stage_of(d) - 1); };
         break;
       case PipelineSchedule::Interleaved:
+        o.in_flight = [=](int) { return micro_batches; };
         // A partial batch's micro-batches may not be a multiple of the stages: those steps run GPipe.
         if (micro_batches % stages == 0)
-          schedule = [=](const compile::Program& p, int d) { return compile::interleaved_one_forward_one_backward(p, stages, d / replicas, chunks); };
+          o.schedule = [=](const compile::Program& p, int d) { return compile::interleaved_one_forward_one_backward(p, stages, stage_of(d), chunks); };
         break;
-    }
-    if (split_ == 1) {
-      o.in_flight = in_flight, o.schedule = schedule;
-    } else {
-      // Each group's program lowered again over its model-split devices, which then run the
-      // group's schedule.
-      o.within = [this, micro_batches, in_flight, schedule](int d) {
-        compile::LoweringOptions in;
-        in.devices.assign(devices_.begin() + d * split_, devices_.begin() + (d + 1) * split_);
-        std::vector<int> all(static_cast<std::size_t>(split_));
-        for (int i = 0; i < split_; ++i) all[static_cast<std::size_t>(i)] = i;
-        in.place = [all](const graph::Node&) { return all; };
-        in.stage = [](const graph::Node& n) { return n.stage; };
-        in.variable_layout = [this](const graph::VariableInfo& v, int k) { return layouts_->split_over(v, "model", k); };
-        in.micro_batches = micro_batches;
-        in.in_flight = [in_flight, d](int) { return in_flight(d); };
-        if (schedule) in.schedule = [schedule, d](const compile::Program& p, int) { return schedule(p, d); };
-        return in;
-      };
-      layouts_->warn_unmatched(g);
     }
     keep_this_workers(o);
     return o;
@@ -191,12 +190,6 @@ class PipelineStrategy : public Strategy {
         if (!names.empty()) names += ", ";
         names += devices_[static_cast<std::size_t>(d * split_ + j)];
       }
-    return names;
-  }
-  // The groups' names, for the lowering over them that each group's devices lower again.
-  std::vector<std::string> group_names() const {
-    std::vector<std::string> names;
-    for (int d = 0; d < stages_ * replicas_; ++d) names.push_back("stage " + std::to_string(d / replicas_) + ", replica " + std::to_string(d % replicas_));
     return names;
   }
   std::string schedule_name() const {

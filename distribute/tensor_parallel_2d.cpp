@@ -98,23 +98,22 @@ class TensorParallel2DStrategy : public Strategy {
   std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
-  // Device (i, j) is devices[i·columns + j]. With both axes longer than 1, the rows' lowering
-  // first, then each row's program over its devices (compile/nest.h).
+  // Device (i, j) is devices[i·columns + j]; every node runs on the whole mesh.
   compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
     auto cuts = std::make_shared<const std::map<int, Cut>>(dense_cuts(g));
     check(g, *cuts);
     compile::LoweringOptions o;
-    if (mesh_[0] == 1 || mesh_[1] == 1) {
-      o = over(devices_, mesh_[0] > 1 ? 0 : 1, cuts, micro_batches);
-    } else {
-      std::vector<std::string> row_names;
-      for (int64_t i = 0; i < mesh_[0]; ++i) row_names.push_back("row:" + std::to_string(i));
-      o = over(row_names, 0, cuts, micro_batches);
-      o.within = [this, cuts, micro_batches](int i) {
-        const auto first = devices_.begin() + i * mesh_[1];
-        return over({first, first + mesh_[1]}, 1, cuts, micro_batches);
-      };
-    }
+    o.devices = devices_;
+    std::vector<int> all(devices_.size());
+    for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
+    const std::vector<int> mesh{static_cast<int>(mesh_[0]), static_cast<int>(mesh_[1])};
+    o.place = [all, mesh](const graph::Node&) { return compile::Placement{all, mesh}; };
+    o.variable_layout = [cuts](const graph::VariableInfo& v, const std::vector<int>& mesh) {
+      const auto it = cuts->find(v.id);
+      const Cut cut = it == cuts->end() ? kWhole : it->second;
+      return graph::MeshLayout::even_splits(v.type.shape, {cut[0], cut[1]}, mesh);
+    };
+    o.micro_batches = micro_batches;
     keep_this_workers(o);  // the programs of this process's devices, where they span workers
     return o;
   }
@@ -150,23 +149,6 @@ class TensorParallel2DStrategy : public Strategy {
   }
 
  private:
-  // Every node on every one of `devices`, the batch whole; each weight cut along mesh axis `axis`.
-  compile::LoweringOptions over(const std::vector<std::string>& devices, int axis, std::shared_ptr<const std::map<int, Cut>> cuts,
-                                int micro_batches) const {
-    compile::LoweringOptions o;
-    o.devices = devices;
-    std::vector<int> all(devices.size());
-    for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
-    o.place = [all](const graph::Node&) { return all; };
-    o.variable_layout = [cuts, axis](const graph::VariableInfo& v, int k) {
-      const auto it = cuts->find(v.id);
-      const int cut = it == cuts->end() ? -1 : it->second[static_cast<std::size_t>(axis)];
-      return cut < 0 ? graph::Layout::replicated() : graph::Layout::even_split(cut, v.type.shape[cut], k);
-    };
-    o.micro_batches = micro_batches;
-    return o;
-  }
-
   // Every device needs a block of each weight's split axes: at least as many units (or input
   // features) as devices that split them.
   void check(const graph::Graph& g, const std::map<int, Cut>& cuts) const {

@@ -15,8 +15,6 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
 esac
-# ccache (when installed) is shared by the three build folders and by other checkouts.
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 scripts/install-deps.sh
 python3 scripts/check-includes.py  # folder dependencies follow docs/architecture.md
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null

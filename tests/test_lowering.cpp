@@ -145,6 +145,48 @@ struct Inputs {
 };
 }  // namespace
 
+namespace {
+// The lowered plan's loss and gradients equal the one-device graph's, and its gradients pass
+// float64 finite differences.
+void check_against_one_device(const ConversionGraph& cg, Inputs& inputs, Lowered& many) {
+  Lowered one(cg.g, cg.fetches, {.devices = {"cpu:0"}});
+  CHECK(inputs.loss(many) == doctest::Approx(inputs.loss(one)).epsilon(1e-12));
+  const char* names[] = {"x", "z", "u", "w"};
+  std::vector<std::vector<double>> grads;
+  for (int i = 0; i < 4; ++i) {
+    const std::size_t n = inputs.values[names[i]].size();
+    inputs.loss(one);
+    const std::vector<double> reference = one.fetch(i + 1, n);
+    inputs.loss(many);
+    grads.push_back(many.fetch(i + 1, n));
+    for (std::size_t e = 0; e < n; ++e) CHECK(grads.back()[e] == doctest::Approx(reference[e]).epsilon(1e-12));
+  }
+  const double h = 1e-6;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<double>& v = inputs.values[names[i]];
+    for (std::size_t e = 0; e < v.size(); ++e) {
+      const double keep = v[e];
+      v[e] = keep + h;
+      const double up = inputs.loss(many);
+      v[e] = keep - h;
+      const double down = inputs.loss(many);
+      v[e] = keep;
+      INFO(names[i] << " element " << e);
+      CHECK(grads[static_cast<std::size_t>(i)][e] == doctest::Approx((up - down) / (2 * h)).epsilon(1e-6));
+    }
+  }
+}
+
+// The collective groups (as device lists) of program p's nodes of `op`.
+std::set<std::vector<int>> groups_of(const Lowered& l, int p, const std::string& op) {
+  std::set<std::vector<int>> out;
+  const graph::Graph& g = l.plan->programs[static_cast<std::size_t>(p)].graph;
+  for (int i = 0; i < g.size(); ++i)
+    if (g.node(i).op == op) out.insert(g.node(i).communication->group);
+  return out;
+}
+}  // namespace
+
 TEST_CASE("lowering: every layout conversion gives the one-device result, and the lowered gradients pass the f64 check") {
   struct Split {
     int devices;
@@ -155,18 +197,17 @@ TEST_CASE("lowering: every layout conversion gives the one-device result, and th
     INFO(c.devices << " devices, " << c.rows << " rows");
     const ConversionGraph cg(c.rows);
     Inputs inputs(c.rows);
-    Lowered one(cg.g, cg.fetches, {.devices = {"cpu:0"}});
     compile::LoweringOptions o{.devices = cpus(c.devices)};
     o.place = [&](const graph::Node&) {
       std::vector<int> all;
       for (int d = 0; d < c.devices; ++d) all.push_back(d);
       return all;
     };
-    o.feed_layout = [&](const graph::Node& feed, int k) {
+    o.feed_layout = [&](const graph::Node& feed, const std::vector<int>& mesh) -> graph::MeshLayout {
       const std::string& name = feed.attrs.s("name");
       if (name == "z" || name == "m") return Layout::replicated();
       if (name == "w") return Layout::split(0, c.w_shares);
-      return Layout::even_split(0, feed.outputs[0].shape[0], k);
+      return Layout::even_split(0, feed.outputs[0].shape[0], mesh[0]);
     };
     Lowered many(cg.g, cg.fetches, o);
     const bool even = c.rows % c.devices == 0;
@@ -175,33 +216,68 @@ TEST_CASE("lowering: every layout conversion gives the one-device result, and th
     CHECK(many.count(0, "all_reduce_start") >= 1);  // P→R
     CHECK((many.count(0, "reduce_scatter") >= 1) == even);  // P→S, when the split is even
     CHECK(many.count(0, "send") == 0);
-
-    CHECK(inputs.loss(many) == doctest::Approx(inputs.loss(one)).epsilon(1e-12));
-    const char* names[] = {"x", "z", "u", "w"};
-    std::vector<std::vector<double>> grads;
-    for (int i = 0; i < 4; ++i) {
-      const std::size_t n = inputs.values[names[i]].size();
-      inputs.loss(one);
-      const std::vector<double> reference = one.fetch(i + 1, n);
-      inputs.loss(many);
-      grads.push_back(many.fetch(i + 1, n));
-      for (std::size_t e = 0; e < n; ++e) CHECK(grads.back()[e] == doctest::Approx(reference[e]).epsilon(1e-12));
-    }
-    const double h = 1e-6;
-    for (int i = 0; i < 4; ++i) {
-      std::vector<double>& v = inputs.values[names[i]];
-      for (std::size_t e = 0; e < v.size(); ++e) {
-        const double keep = v[e];
-        v[e] = keep + h;
-        const double up = inputs.loss(many);
-        v[e] = keep - h;
-        const double down = inputs.loss(many);
-        v[e] = keep;
-        INFO(names[i] << " element " << e);
-        CHECK(grads[static_cast<std::size_t>(i)][e] == doctest::Approx((up - down) / (2 * h)).epsilon(1e-6));
-      }
-    }
+    check_against_one_device(cg, inputs, many);
   }
+}
+
+TEST_CASE("lowering on a mesh: feeds split over either axis or both (2 × 2 and 2 × 3) are converted axis by axis within rows and columns, giving the one-device result and f64-checked gradients") {
+  // Feeds are split by rows only: x over the mesh's rows, z over its columns, w over the rows and
+  // each block again over the columns; u and m whole. So mul(x, z) slices each along the axis
+  // the other splits (a block of a block), softmax along the batch gathers x within columns,
+  // and the sums over the batch are partial along one axis or both (one all-reduce over all).
+  for (const std::vector<int>& mesh : {std::vector<int>{2, 2}, std::vector<int>{2, 3}}) {
+    const int k = mesh[0] * mesh[1];
+    const int64_t rows = 12;
+    INFO("mesh " << mesh[0] << " x " << mesh[1]);
+    const ConversionGraph cg(rows);
+    Inputs inputs(rows);
+    compile::LoweringOptions o{.devices = cpus(k)};
+    std::vector<int> all(static_cast<std::size_t>(k));
+    for (int d = 0; d < k; ++d) all[static_cast<std::size_t>(d)] = d;
+    o.place = [&](const graph::Node&) { return compile::Placement{all, mesh}; };
+    o.feed_layout = [&](const graph::Node& feed, const std::vector<int>& m) {
+      const std::string& name = feed.attrs.s("name");
+      const Shape& shape = feed.outputs[0].shape;
+      if (name == "x") return graph::MeshLayout::even_splits(shape, {0, -1}, m);
+      if (name == "z") return graph::MeshLayout::even_splits(shape, {-1, 0}, m);
+      if (name == "w") return graph::MeshLayout::even_splits(shape, {0, 0}, m);
+      return graph::MeshLayout::replicated(m.size());
+    };
+    Lowered many(cg.g, cg.fetches, o);
+    REQUIRE(many.plan->programs.size() == static_cast<std::size_t>(k));
+    // Device (i, j) = i·columns + j meets the devices of its row and of its column, and all of
+    // them at once only to sum what is partial over both axes.
+    for (int d = 0; d < k; ++d) {
+      const int i = d / mesh[1], j = d % mesh[1];
+      std::vector<int> row, column;
+      for (int c = 0; c < mesh[1]; ++c) row.push_back(i * mesh[1] + c);
+      for (int r = 0; r < mesh[0]; ++r) column.push_back(r * mesh[1] + j);
+      const std::set<std::vector<int>> allowed = {row, column, all};
+      for (const char* op : {"all_gather", "all_reduce_start", "reduce_scatter"})
+        for (const std::vector<int>& group : groups_of(many, d, op)) CHECK_MESSAGE(allowed.count(group), op << " on device " << d);
+      CHECK(groups_of(many, d, "all_gather").count(row));
+      CHECK(groups_of(many, d, "all_gather").count(column));
+      CHECK(many.count(d, "send") == 0);
+    }
+    check_against_one_device(cg, inputs, many);
+  }
+}
+
+TEST_CASE("lowering on a mesh: a block of a block, and a dimension cut unevenly and then again is refused naming both axes") {
+  const tandem::TensorType t{Shape{10, 6}, DType::F32};
+  const graph::MeshLayout twice = graph::MeshLayout::even_splits(t.shape, {0, 0}, {2, 2});  // rows 5 | 5, then 3 | 2 of each
+  CHECK(twice.str() == "[S(0)[5,5], S(0)[3,2]]");
+  CHECK(twice.block(t, {1, 1}) == std::vector<std::pair<int64_t, int64_t>>{{8, 2}, {0, 6}});
+  CHECK(twice.local(t, {1, 0}).shape == Shape{3, 6});
+  const graph::MeshLayout across = graph::MeshLayout::even_splits(t.shape, {1, 0}, {3, 2});
+  CHECK(across.block(t, {2, 1}) == std::vector<std::pair<int64_t, int64_t>>{{5, 5}, {4, 2}});
+  const graph::MeshLayout uneven({Layout::even_split(0, 10, 3), Layout::even_split(0, 4, 2)});  // 4 | 3 | 3, then 2 | 2 of 4
+  CHECK(uneven.local(t, {0, 1}).shape == Shape{2, 6});
+  CHECK_THROWS_WITH_AS(uneven.local(t, {1, 0}),
+                       "a value of shape (10, 6) is cut along dimension 0 by mesh axis 0 into unequal blocks and again by mesh axis 1, whose "
+                       "shares S(0)[2,2] fit a block of 4, not this one of 3; make that dimension a multiple of the outer axis's devices",
+                       tandem::Error);
+  CHECK(graph::mesh_coordinates(5, {2, 3}) == std::vector<int>{1, 2});
 }
 
 TEST_CASE("lowering: a layer placed on cpu:1 feeding one on cpu:0 gets send/recv both ways, and an SGD step equals one device's") {

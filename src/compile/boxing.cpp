@@ -24,10 +24,11 @@ graph::Graph& prepare(std::vector<graph::Graph>& local, int d, graph::Phase phas
   return g;
 }
 
-Located like(const Located& v, Layout layout) {
-  Located r{v.devices, std::move(layout), std::vector<Value>(v.part.size()), v.type, v.phase, v.stage};
-  return r;
+Located like(const Located& v, graph::MeshLayout layout) {
+  return {v.devices, v.mesh, std::move(layout), std::vector<Value>(v.part.size()), v.type, v.phase, v.stage};
 }
+
+int split_dim(const Layout& l) { return l.is_split() ? l.axis : -1; }
 
 Value zero_rows(graph::Graph& g, const TensorType& type, int axis, int64_t rows) {
   std::vector<int64_t> dims = type.shape.dims();
@@ -37,24 +38,121 @@ Value zero_rows(graph::Graph& g, const TensorType& type, int axis, int64_t rows)
 
 }  // namespace
 
-Located Boxing::convert(const Located& v, const std::vector<int>& devices, const Layout& want, int stage) {
-  if (v.devices == devices) return within(v, want);
-  // Between groups of one size (a pipeline's stages over replicas) each part goes to its
-  // counterpart: device i of the one group sends its block, or its partial sum, to device i of
+Located Boxing::convert(const Located& v, const std::vector<int>& devices, const std::vector<int>& mesh, const graph::MeshLayout& want,
+                         int stage) {
+  if (v.devices == devices && v.mesh == mesh) return within(v, want);
+  // Between meshes of one shape (a pipeline's stages over replicas) each part goes to its
+  // counterpart: device i of the one mesh sends its block, or its partial sum, to device i of
   // the other.
-  if (v.devices.size() == devices.size()) return within(pairwise(v, devices, stage), want);
-  return within(transfer(within(v, Layout::replicated()), devices, stage), want);
+  if (v.mesh == mesh) return within(pairwise(v, devices, stage), want);
+  Located whole = transfer(within(v, graph::MeshLayout::replicated(v.mesh.size())), devices, stage);
+  whole.mesh = mesh;
+  whole.layout = graph::MeshLayout::replicated(mesh.size());
+  return within(whole, want);
 }
 
-Located Boxing::within(const Located& v, const Layout& want) {
-  using K = Layout::Kind;
+// Axis by axis. An axis whose split moves (its own entry changes, or an outer axis changes how
+// the dimension it cuts is cut) is first made whole, inner axes first, and cut again afterwards,
+// outer axes first; an axis whose change moves no block of another changes in one step.
+Located Boxing::within(const Located& v, const graph::MeshLayout& want) {
   if (v.layout == want) return v;
   if (v.devices.size() == 1) {  // one device holds all of it, whatever it is called
     Located r = v;
     r.layout = want;
     return r;
   }
-  const K from = v.layout.kind;
+  Located cur = v;
+  const int n = static_cast<int>(v.mesh.size());
+  std::vector<int> summed;  // partial sums over several axes, wanted whole: one all-reduce
+  for (int a = 0; a < n; ++a)
+    if (cur.layout[at(a)].is_partial() && want[at(a)].is_replicated()) summed.push_back(a);
+  if (summed.size() > 1) cur = all_reduce({cur}, summed)[0];
+  const graph::MeshLayout start = cur.layout;
+  // moved_before[a]: the dimensions whose blocks an axis before a moves.
+  std::vector<std::vector<int>> moved_before(at(n));
+  std::vector<bool> remade(at(n), false);
+  std::vector<int> moved;
+  auto in = [](const std::vector<int>& dims, int d) { return d >= 0 && std::find(dims.begin(), dims.end(), d) != dims.end(); };
+  for (int a = 0; a < n; ++a) {
+    moved_before[at(a)] = moved;
+    remade[at(a)] = in(moved, split_dim(start[at(a)]));
+    if (remade[at(a)] || start[at(a)] != want[at(a)]) {
+      moved.push_back(split_dim(start[at(a)]));
+      moved.push_back(split_dim(want[at(a)]));
+    }
+  }
+  for (int a = n - 1; a >= 0; --a) {
+    if (remade[at(a)]) cur = along(cur, a, Layout::replicated());
+    else if (start[at(a)] != want[at(a)])
+      cur = along(cur, a, in(moved_before[at(a)], split_dim(want[at(a)])) ? Layout::replicated() : want[at(a)]);
+  }
+  for (int a = 0; a < n; ++a)
+    if (cur.layout[at(a)] != want[at(a)]) cur = along(cur, a, want[at(a)]);
+  return cur;
+}
+
+Located Boxing::along(const Located& v, int axis, const Layout& want) {
+  if (v.mesh.size() == 1) {
+    Located r = within(v, want);
+    r.layout = graph::MeshLayout(want);
+    return r;
+  }
+  Located r = v;
+  r.layout.axes[at(axis)] = want;
+  for (std::size_t p = 0; p < v.devices.size(); ++p) {
+    if (graph::mesh_coordinates(static_cast<int>(p), v.mesh)[at(axis)] != 0) continue;  // one group each
+    const Located done = within(group(v, {axis}, static_cast<int>(p)), want);
+    for (int d : done.devices) r.part[at(d)] = done.part[at(d)];
+  }
+  return r;
+}
+
+Located Boxing::group(const Located& v, const std::vector<int>& axes, int position) const {
+  const std::vector<int> here = graph::mesh_coordinates(position, v.mesh);
+  graph::MeshLayout others = v.layout;
+  Located g = v;
+  g.devices.clear();
+  for (int a : axes) others.axes[at(a)] = Layout::replicated();
+  for (std::size_t q = 0; q < v.devices.size(); ++q) {
+    const std::vector<int> c = graph::mesh_coordinates(static_cast<int>(q), v.mesh);
+    bool same = true;
+    for (std::size_t a = 0; a < c.size() && same; ++a)
+      same = c[a] == here[a] || std::find(axes.begin(), axes.end(), static_cast<int>(a)) != axes.end();
+    if (same) g.devices.push_back(v.devices[q]);
+  }
+  g.mesh = {static_cast<int>(g.devices.size())};
+  g.layout = axes.size() == 1 ? v.layout[at(axes[0])] : Layout::partial();
+  g.type = others.local(v.type, here);
+  return g;
+}
+
+std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts, const std::vector<int>& axes) {
+  std::vector<Located> out = parts;
+  for (Located& o : out)
+    for (int a : axes) o.layout.axes[at(a)] = Layout::replicated();
+  const Located& first = parts[0];
+  for (std::size_t p = 0; p < first.devices.size(); ++p) {
+    const std::vector<int> c = graph::mesh_coordinates(static_cast<int>(p), first.mesh);
+    if (std::any_of(axes.begin(), axes.end(), [&](int a) { return c[at(a)] != 0; })) continue;  // one group each
+    std::vector<Located> views;
+    for (const Located& part : parts) views.push_back(group(part, axes, static_cast<int>(p)));
+    const std::vector<Located> sums = all_reduce(views);
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      for (int d : views[i].devices) out[i].part[at(d)] = sums[i].part[at(d)];
+  }
+  return out;
+}
+
+Located Boxing::within(const Located& v, const Layout& want) {
+  using K = Layout::Kind;
+  const Layout& now = v.layout[0];
+  if (now == want) return v;
+  if (v.devices.size() == 1) {  // one device holds all of it, whatever it is called
+    Located r = v;
+    r.layout = graph::MeshLayout(want);
+    return r;
+  }
+  const K from = now.kind;
   switch (want.kind) {
     case K::Replicated:
       return from == K::Partial ? all_reduce({v})[0] : gather(v);
@@ -65,7 +163,7 @@ Located Boxing::within(const Located& v, const Layout& want) {
     case K::Partial:
       break;
   }
-  throw Error("internal: no layout rule asks for partial sums of a " + v.layout.str() + " value");
+  throw Error("internal: no layout rule asks for partial sums of a " + now.str() + " value");
 }
 
 std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts) {
@@ -98,21 +196,20 @@ Located Boxing::copy(const Located& v) {
 }
 
 Located Boxing::pairwise(const Located& v, const std::vector<int>& devices, int stage) {
-  Located r{devices, v.layout, std::vector<Value>(v.part.size()), v.type, v.phase, stage};
-  const TensorType global = v.type;
+  Located r{devices, v.mesh, v.layout, std::vector<Value>(v.part.size()), v.type, v.phase, stage};
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const int from = v.devices[i], to = devices[i];
     if (from == to) {
       r.part[at(to)] = v.on(from);
       continue;
     }
-    r.part[at(to)] = send(v, from, to, v.layout.local(global, static_cast<int>(i)), stage);
+    r.part[at(to)] = send(v, from, to, v.layout.local(v.type, graph::mesh_coordinates(static_cast<int>(i), v.mesh)), stage);
   }
   return r;
 }
 
 Located Boxing::transfer(const Located& v, const std::vector<int>& devices, int stage) {
-  Located r{devices, Layout::replicated(), std::vector<Value>(v.part.size()), v.type, v.phase, stage};
+  Located r{devices, {static_cast<int>(devices.size())}, Layout::replicated(), std::vector<Value>(v.part.size()), v.type, v.phase, stage};
   const int from = v.devices.front();
   for (int d : devices) {
     if (std::find(v.devices.begin(), v.devices.end(), d) != v.devices.end()) {
@@ -144,8 +241,9 @@ Located Boxing::slice(const Located& v, const Layout& want) {
 // Every device pads its block to the longest one and all-gathers (which stacks the blocks along
 // axis 0); the real parts of the blocks are then laid side by side along the split axis.
 Located Boxing::gather(const Located& v) {
-  const int axis = v.layout.axis;
-  const std::vector<int64_t>& shares = v.layout.shares;
+  const Layout& split = v.layout[0];
+  const int axis = split.axis;
+  const std::vector<int64_t>& shares = split.shares;
   const int64_t longest = *std::max_element(shares.begin(), shares.end());
   TensorType padded = v.type;
   std::vector<int64_t> dims = padded.shape.dims();
@@ -159,7 +257,7 @@ Located Boxing::gather(const Located& v) {
     Value mine = v.on(d);
     if (shares[p] < longest) mine = ops::concat(g, {mine, zero_rows(g, padded, axis, longest - shares[p])}, axis);
     Value all = g.communicate({.kind = graph::Communication::Kind::AllGather, .group = v.devices}, {mine})[0];
-    if (axis != 0 || !v.layout.even()) {
+    if (axis != 0 || !split.even()) {
       std::vector<Value> blocks;
       for (std::size_t q = 0; q < shares.size(); ++q) {
         if (shares[q] == 0) continue;

@@ -1,8 +1,10 @@
-// Boxing: the communication that turns a value's layout on some devices into another layout on
-// the same or other devices, added as nodes to the per-device graphs. partial → replicated is an
-// all-reduce, split → replicated an all-gather, partial → split a reduce-scatter, replicated →
-// split a local slice, split → another split an all-gather and a slice, one device → another a
-// send/recv pair.
+// Boxing: the communication that turns a value's layout on a mesh of devices into another layout
+// on the same or another mesh, added as nodes to the per-device graphs. Along one mesh axis,
+// within each of its sub-groups: partial → replicated is an all-reduce, split → replicated an
+// all-gather, partial → split a reduce-scatter, replicated → split a local slice, split → another
+// split an all-gather and a slice; one device → another is a send/recv pair. A change on several
+// axes goes axis by axis (partial sums over several axes in one all-reduce over their devices),
+// the inner axes first where an outer axis's change would move the blocks they cut.
 #pragma once
 
 #include <vector>
@@ -14,8 +16,9 @@ namespace tandem::compile {
 
 // A value of the global graph as the devices hold it.
 struct Located {
-  std::vector<int> devices;       // ascending device indices
-  graph::Layout layout;
+  std::vector<int> devices;       // ascending device indices, row-major over `mesh`
+  std::vector<int> mesh;          // the axes' lengths
+  graph::MeshLayout layout;
   std::vector<graph::Value> part; // per device index (invalid where the device has none)
   TensorType type;                // the global value's type
   graph::Phase phase = graph::Phase::Forward;
@@ -26,17 +29,25 @@ struct Located {
 class Boxing {
  public:
   Boxing(std::vector<graph::Graph>& local, bool all_reduce_bf16) : local_(local), bf16_(all_reduce_bf16) {}
-  // `v` as `want` on `devices`, for a reader in pipeline chunk `stage` (where a transfer lands).
-  Located convert(const Located& v, const std::vector<int>& devices, const graph::Layout& want, int stage);
-  // Sums partial values over their (common) devices in one all-reduce: a bucket.
-  std::vector<Located> all_reduce(const std::vector<Located>& parts);
+  // `v` as `want` on the mesh `mesh` of `devices`, for a reader in pipeline chunk `stage` (where
+  // a transfer lands).
+  Located convert(const Located& v, const std::vector<int>& devices, const std::vector<int>& mesh, const graph::MeshLayout& want, int stage);
+  // Sums values partial along mesh axes `axes` (the others equal) of one mesh in one all-reduce
+  // within each sub-group of those axes: a bucket.
+  std::vector<Located> all_reduce(const std::vector<Located>& parts, const std::vector<int>& axes);
   // A copy of `v` in a buffer of its own (an all-reduce works in place).
   Located copy(const Located& v);
 
  private:
-  Located within(const Located& v, const graph::Layout& want);
+  Located within(const Located& v, const graph::MeshLayout& want);  // same mesh, another layout
+  Located along(const Located& v, int axis, const graph::Layout& want);  // one axis's entry changed
+  // A one-axis view of `v`: the devices of a sub-group of mesh axes `axes` (the others fixed at
+  // those of the device at `position`), each holding its block as the other axes leave it.
+  Located group(const Located& v, const std::vector<int>& axes, int position) const;
+  std::vector<Located> all_reduce(const std::vector<Located>& parts);  // one axis, one group
+  Located within(const Located& v, const graph::Layout& want);  // one axis
   Located transfer(const Located& v, const std::vector<int>& devices, int stage);  // replicated → other devices
-  Located pairwise(const Located& v, const std::vector<int>& devices, int stage);  // each part to its counterpart
+  Located pairwise(const Located& v, const std::vector<int>& devices, int stage);  // each part to its counterpart on a mesh of one shape
   Located slice(const Located& v, const graph::Layout& want);            // replicated → split
   Located gather(const Located& v);                                      // even split → replicated
   Located scatter(const Located& v, const graph::Layout& want);          // partial → even split

@@ -2,9 +2,9 @@
 // through memory become one op that does it in a single pass. It runs on every program after
 // lowering (compile/order.cpp's single_program), so communication is already explicit: a partial
 // sum that an all-reduce completes never fuses with the bias added after it. It is
-// backend-neutral: every backend has a kernel for each fused op. It runs after the last lowering
-// only (LoweringOptions::final_programs): fused ops have no layout rule, so a program lowered
-// again (a nested mesh's row) would run them whole on every device. The patterns, each only where
+// backend-neutral: every backend has a kernel for each fused op. It runs after the lowering,
+// which lays out every mesh axis in one pass: fused ops have no layout rule, so a graph fused
+// before it would run them whole on every device. The patterns, each only where
 // the intermediate values have no other reader and are not fetched:
 //   matmul → bias_add [→ relu | sigmoid | tanh]    fused_matmul (the bias and activation in the GEMM's epilogue)
 //   conv2d → bias_add [→ relu | sigmoid | tanh]    fused_conv2d

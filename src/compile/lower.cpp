@@ -10,7 +10,6 @@
 #include <set>
 
 #include "compile/boxing.h"
-#include "compile/nest.h"
 #include "graph/op_registry.h"
 #include "tandem/errors.h"
 
@@ -18,6 +17,7 @@ namespace tandem::compile {
 
 namespace {
 using graph::Layout;
+using graph::MeshLayout;
 using graph::Signature;
 using graph::Value;
 
@@ -41,6 +41,27 @@ std::size_t variable_index(const graph::Graph& g, const graph::Node& n) {
 }
 
 std::string where(const graph::Node& n) { return "'" + n.op + "'" + (n.scope.empty() ? "" : " of '" + n.scope + "'"); }
+
+std::string list(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+// The mesh axes along which a value laid out as `have` must be summed to be laid out as `want`
+// (each partial there and wanted whole, every other axis as wanted); empty: not that.
+std::vector<int> summed_axes(const MeshLayout& have, const MeshLayout& want) {
+  std::vector<int> axes;
+  for (std::size_t a = 0; a < have.axes.size(); ++a) {
+    if (have[a] == want[a]) continue;
+    if (!have[a].is_partial() || !want[a].is_replicated()) return {};
+    axes.push_back(static_cast<int>(a));
+  }
+  return axes;
+}
 
 class Lowering {
  public:
@@ -81,41 +102,56 @@ class Lowering {
   void place() {
     const int n = g_.size();
     devices_.assign(at(n), {});
+    mesh_.assign(at(n), {});
     users_.assign(at(n), {});
     for (int id = 0; id < n; ++id)
       if (live_[at(id)])
         for (std::size_t i = 0; i < g_.node(id).inputs.size(); ++i) users_[at(g_.node(id).inputs[i].node)].push_back({id, static_cast<int>(i)});
     if (k_ == 1) {
       devices_.assign(at(n), {0});
+      mesh_.assign(at(n), {1});
       return;
     }
     for (int id = 0; id < n; ++id) {
       const graph::Node& node = g_.node(id);
       if (!node.def->writes_inputs.empty()) continue;
-      if (o_.place) devices_[at(id)] = checked(o_.place(node), node);
+      if (o_.place) checked(o_.place(node), id);
       if (devices_[at(id)].empty() && !is_source(node)) follow_inputs(id, false);
     }
     settle_sources_and_updates();
     for (int id = 0; id < n; ++id)
       if (devices_[at(id)].empty() && !is_source(g_.node(id)) && g_.node(id).def->writes_inputs.empty()) follow_inputs(id, true);
     settle_sources_and_updates();
-    for (auto& d : devices_)
-      if (d.empty()) d = all_devices();  // read by nothing that runs
+    for (int id = 0; id < n; ++id) {
+      if (devices_[at(id)].empty()) devices_[at(id)] = all_devices();  // read by nothing that runs
+      if (mesh_[at(id)].empty()) mesh_[at(id)] = {static_cast<int>(devices_[at(id)].size())};
+    }
   }
 
-  std::vector<int> checked(std::vector<int> devices, const graph::Node& node) const {
-    std::sort(devices.begin(), devices.end());
-    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-    for (int d : devices)
+  // A mesh's devices are ascending and as many as its shape says; a list without a shape may
+  // name them in any order, and twice.
+  void checked(Placement p, int id) {
+    const graph::Node& node = g_.node(id);
+    if (p.shape.empty()) {
+      std::sort(p.devices.begin(), p.devices.end());
+      p.devices.erase(std::unique(p.devices.begin(), p.devices.end()), p.devices.end());
+    }
+    int64_t size = 1;
+    for (int s : p.shape) size *= s;
+    if (!p.shape.empty() && (size != static_cast<int64_t>(p.devices.size()) || !std::is_sorted(p.devices.begin(), p.devices.end())))
+      throw Error("internal: node " + where(node) + " placed on devices " + list(p.devices) + " as a mesh of shape " + list(p.shape));
+    for (int d : p.devices)
       if (d < 0 || d >= k_)
         throw Error("internal: node " + where(node) + " placed on device " + std::to_string(d) + " of " + std::to_string(k_));
-    return devices;
+    mesh_[at(id)] = p.devices.empty() ? std::vector<int>{} : std::move(p.shape);
+    devices_[at(id)] = std::move(p.devices);
   }
 
   void follow_inputs(int id, bool or_everywhere) {
     for (Value in : g_.node(id).inputs)
       if (!devices_[at(in.node)].empty()) {
         devices_[at(id)] = devices_[at(in.node)];
+        mesh_[at(id)] = mesh_[at(in.node)];
         return;
       }
     if (or_everywhere) devices_[at(id)] = all_devices();
@@ -136,7 +172,9 @@ class Lowering {
     const graph::Node& node = g_.node(id);
     std::vector<int> devices;
     if (!node.def->writes_inputs.empty()) {
-      devices = devices_[at(node.inputs[at(node.def->writes_inputs[0])].node)];
+      const int variable = node.inputs[at(node.def->writes_inputs[0])].node;
+      devices = devices_[at(variable)];
+      mesh_[at(id)] = mesh_[at(variable)];
     } else if (is_source(node)) {
       std::set<int> readers, writers;  // a slot only its update reads goes with the update
       for (auto [user, input] : users_[at(id)]) {
@@ -145,6 +183,8 @@ class Lowering {
       }
       const std::set<int>& s = readers.empty() ? writers : readers;
       devices.assign(s.begin(), s.end());
+      for (auto [user, input] : users_[at(id)])  // laid out as the mesh of a reader on just those devices
+        if (devices_[at(user)] == devices) mesh_[at(id)] = mesh_[at(user)];
     }
     if (devices.empty()) return false;
     devices_[at(id)] = std::move(devices);
@@ -175,46 +215,84 @@ class Lowering {
     return std::max(s, 0);
   }
 
-  // 2. Layouts. An input from as many other devices keeps its layout (boxing moves each part to
-  // its counterpart), from another number of devices it arrives replicated; the op's rule, if it
-  // has one and any input is not replicated, says what it needs; otherwise all is replicated.
+  // 2. Layouts. An input from another mesh of the same shape keeps its layout (boxing moves each
+  // part to its counterpart), from another shape it arrives replicated. Then, mesh axis by axis
+  // (outer first, each seeing the blocks the ones before it leave): the op's rule, if it has one
+  // and an input is not replicated along the axis, says what it needs; otherwise all is
+  // replicated there. A feed's and a variable's layouts are the strategy's.
   void assign_layouts() {
     sig_.assign(at(g_.size()), {});
     for (int id = 0; id < g_.size(); ++id) {
       const graph::Node& node = g_.node(id);
-      const std::vector<int>& devices = devices_[at(id)];
-      const int m = static_cast<int>(devices.size());
-      std::vector<Layout> in;
-      bool all_replicated = true;
+      const std::vector<int>& mesh = mesh_[at(id)];
+      std::vector<MeshLayout> in;
       for (Value v : node.inputs) {
-        const bool counterparts = devices_[at(v.node)].size() == devices.size();
-        in.push_back(counterparts ? sig_[at(v.node)].out[at(v.index)] : Layout::replicated());
-        all_replicated = all_replicated && in.back().is_replicated();
+        const bool counterparts = mesh_[at(v.node)] == mesh;
+        in.push_back(counterparts ? out_layout(v.node, v.index) : MeshLayout::replicated(mesh.size()));
       }
-      std::optional<Signature> s;  // none: everything replicated
-      if (m > 1 && node.def->source == ops::Source::Feed && o_.feed_layout) s = Signature{{}, {o_.feed_layout(node, m)}};
-      else if (m > 1 && node.def->source == ops::Source::Variable && o_.variable_layout)
-        s = Signature{{}, {o_.variable_layout(g_.variables()[variable_index(g_, node)], m)}};
-      else if (m > 1 && !all_replicated && node.def->layout)
-        s = node.def->layout(graph::LayoutQuery{g_, node, in, m});
-      if (!s) s = Signature{std::vector<Layout>(in.size()), std::vector<Layout>(node.outputs.size())};
-      if (s->in.size() != node.inputs.size() || s->out.size() != node.outputs.size())
-        throw Error("internal: the layout rule of " + where(node) + " answered for the wrong number of inputs or outputs");
+      std::optional<MeshLayout> source;  // a feed's or variable's, as the strategy lays it
+      const bool several = devices_[at(id)].size() > 1;
+      if (several && node.def->source == ops::Source::Feed && o_.feed_layout) source = o_.feed_layout(node, mesh);
+      else if (several && node.def->source == ops::Source::Variable && o_.variable_layout)
+        source = o_.variable_layout(g_.variables()[variable_index(g_, node)], mesh);
+      if (source && source->axes.size() != mesh.size())
+        throw Error("internal: the layout " + source->str() + " of " + where(node) + " has " + std::to_string(source->axes.size()) +
+                    " axes for a mesh of shape " + list(mesh));
+      if (source && node.def->source == ops::Source::Feed)  // the host writes a device's feed as a block of rows (FeedRows)
+        for (const Layout& l : source->axes)
+          if (l.is_split() && l.axis != 0) throw Error("internal: feed '" + node.attrs.s("name") + "' laid out as " + source->str() + ": feeds split by rows only");
+      std::vector<TensorType> in_types, out_types = node.outputs;
+      for (Value v : node.inputs) in_types.push_back(g_.type(v));
+      std::vector<Signature>& axes = sig_[at(id)];
+      for (std::size_t a = 0; a < mesh.size(); ++a) {
+        std::vector<Layout> in_a;
+        bool all_replicated = true;
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          in_a.push_back(in[i][a]);
+          // A split whose dimension the node wants cut otherwise along the outer axes: its
+          // shares fit another block; the rule sees it cut evenly over the block it will get.
+          const Layout& l = in_a.back();
+          int64_t total = 0;
+          for (int64_t share : l.shares) total += share;
+          if (l.is_split() && total != in_types[i].shape[l.axis]) in_a.back() = Layout::even_split(l.axis, in_types[i].shape[l.axis], mesh[a]);
+          all_replicated = all_replicated && in_a.back().is_replicated();
+        }
+        std::optional<Signature> s;  // none: everything replicated along this axis
+        if (mesh[a] == 1) s = std::nullopt;
+        else if (source) s = Signature{{}, {(*source)[a]}};
+        else if (!all_replicated && node.def->layout)
+          s = node.def->layout(graph::LayoutQuery{g_, node, in_a, mesh[a], a ? &in_types : nullptr, a ? &out_types : nullptr});
+        if (!s) s = Signature{std::vector<Layout>(in_a.size()), std::vector<Layout>(node.outputs.size())};
+        if (s->in.size() != node.inputs.size() || s->out.size() != node.outputs.size())
+          throw Error("internal: the layout rule of " + where(node) + " answered for the wrong number of inputs or outputs");
+        for (std::size_t i = 0; i < in_types.size(); ++i) in_types[i] = s->in[i].local(in_types[i], 0);
+        for (std::size_t o = 0; o < out_types.size(); ++o) out_types[o] = s->out[o].local(out_types[o], 0);
+        axes.push_back(std::move(*s));
+      }
       if (live_[at(id)])
-        for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices, s->in[i]);
-      sig_[at(id)] = std::move(*s);
+        for (std::size_t i = 0; i < node.inputs.size(); ++i) demand(node.inputs[i], devices_[at(id)], mesh, in_layout(id, i));
     }
     for (Value f : fetches_)
       if (f.valid()) demands_[{f.node, f.index}].insert("fetch");
   }
 
-  static std::string target(const std::vector<int>& devices, const Layout& layout) {
-    std::string s;
-    for (int d : devices) s += std::to_string(d) + ",";
-    return s + layout.str();
+  // What node `id` needs of input i, and what its output o is, on its mesh.
+  MeshLayout in_layout(int id, std::size_t i) const {
+    MeshLayout l;
+    for (const Signature& s : sig_[at(id)]) l.axes.push_back(s.in[i]);
+    return l;
   }
-  void demand(Value v, const std::vector<int>& devices, const Layout& layout) {
-    demands_[{v.node, v.index}].insert(target(devices, layout));
+  MeshLayout out_layout(int id, int o) const {
+    MeshLayout l;
+    for (const Signature& s : sig_[at(id)]) l.axes.push_back(s.out[at(o)]);
+    return l;
+  }
+
+  static std::string target(const std::vector<int>& devices, const std::vector<int>& mesh, const MeshLayout& layout) {
+    return list(devices) + "/" + list(mesh) + "," + layout.str();
+  }
+  void demand(Value v, const std::vector<int>& devices, const std::vector<int>& mesh, const MeshLayout& layout) {
+    demands_[{v.node, v.index}].insert(target(devices, mesh, layout));
   }
 
   // 3. Emission, in the global graph's order (inputs before their readers).
@@ -233,35 +311,44 @@ class Lowering {
       std::vector<Located> ins;
       const int reader_stage = std::max(0, stage_[at(id)]);
       for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-        ins.push_back(convert(node.inputs[i], devices_[at(id)], sig_[at(id)].in[i], reader_stage));
+        ins.push_back(convert(node.inputs[i], devices_[at(id)], mesh_[at(id)], in_layout(id, i), reader_stage));
         const Located& own = value_[at(node.inputs[i].node)][at(node.inputs[i].index)];
         if (writes(node, static_cast<int>(i)) && ins.back().part != own.part)
           throw Error("internal: lowering " + where(node) + ": the variable it writes (input " + std::to_string(i) + ", '" +
-                      variables_.at(static_cast<int>(g_.node(node.inputs[i].node).attrs.i("var"))).path + "') would be a copy on its devices (it lies " + own.layout.str() + ", the update wants " + sig_[at(id)].in[i].str() + ")");
+                      variables_.at(static_cast<int>(g_.node(node.inputs[i].node).attrs.i("var"))).path + "') would be a copy on its devices (it lies " + own.layout.str() + ", the update wants " + in_layout(id, i).str() + ")");
       }
       emit_node(id, ins);
     }
-    // Fetches are read back by rows: one split along another axis is gathered first.
+    // Fetches are read back by rows (compile::FetchSite): a split along another axis is gathered
+    // first, and so are partial sums where other mesh axes split the rows.
     for (Value f : fetches_) {
-      if (!f.valid()) {  // not in this graph: a pipeline stage's program lowered again holds only its own
-        fetched_.push_back({{}, Layout::replicated(), std::vector<Value>(at(k_)), {}});
+      if (!f.valid()) {  // not in this graph
+        fetched_.push_back({{}, {}, Layout::replicated(), std::vector<Value>(at(k_)), {}});
         continue;
       }
       const Located& loc = value_[at(f.node)][at(f.index)];
-      fetched_.push_back(loc.layout.is_split() && loc.layout.axis != 0 ? convert(f, loc.devices, Layout::replicated(), loc.stage) : loc);
+      MeshLayout want = loc.layout;
+      for (Layout& l : want.axes)
+        if (l.is_split() && l.axis != 0) l = Layout::replicated();
+      const bool rows = std::any_of(want.axes.begin(), want.axes.end(), [](const Layout& l) { return l.is_split(); });
+      for (Layout& l : want.axes)
+        if (rows && l.is_partial()) l = Layout::replicated();
+      fetched_.push_back(want == loc.layout ? loc : convert(f, loc.devices, loc.mesh, want, loc.stage));
     }
   }
 
   void emit_node(int id, const std::vector<Located>& ins) {
     const graph::Node& node = g_.node(id);
     const std::vector<int>& devices = devices_[at(id)];
-    const Signature& s = sig_[at(id)];
+    const std::vector<int>& mesh = mesh_[at(id)];
+    const std::vector<Signature>& axes = sig_[at(id)];
     auto& out = value_[at(id)];
     for (std::size_t o = 0; o < node.outputs.size(); ++o)
-      out.push_back({devices, s.out[o], std::vector<Value>(at(k_)), node.outputs[o], node.phase, stage_on(id, devices.front())});
+      out.push_back({devices, mesh, out_layout(id, static_cast<int>(o)), std::vector<Value>(at(k_)), node.outputs[o], node.phase,
+                     stage_on(id, devices.front())});
     for (std::size_t p = 0; p < devices.size(); ++p) {
       const int d = devices[p];
-      const int position = static_cast<int>(p);
+      const std::vector<int> coords = graph::mesh_coordinates(static_cast<int>(p), mesh);
       graph::Graph& lg = local_[at(d)];
       lg.scope = node.scope;
       lg.role = node.role;
@@ -270,16 +357,16 @@ class Lowering {
       std::vector<Value> outs;
       try {
         if (node.def->source == ops::Source::Feed) {
-          outs = {lg.placeholder(node.attrs.s("name"), s.out[0].local(node.outputs[0], position))};
+          outs = {lg.placeholder(node.attrs.s("name"), out[0].layout.local(node.outputs[0], coords))};
         } else if (node.def->source == ops::Source::Variable) {
           graph::VariableInfo info = variables_.at(static_cast<int>(node.attrs.i("var")));
-          const Layout& l = s.out[0];
-          if (l.is_split()) shards_[at(d)][info.id] = {{{l.axis, l.offset(position), l.shares[at(position)]}}};
-          info.type = l.local(info.type, position);
+          if (std::optional<VariableShard> shard = shard_of(out[0].layout, info.type, coords)) shards_[at(d)][info.id] = *shard;
+          info.type = out[0].layout.local(info.type, coords);
           outs = {lg.variable(info)};
         } else {
           graph::Attrs attrs = node.attrs;
-          if (node.def->localize) node.def->localize(attrs, s, position);
+          if (node.def->localize)  // the outer axes' blocks first, each later axis's within them
+            for (std::size_t a = 0; a < axes.size(); ++a) node.def->localize(attrs, axes[a], coords[a]);
           std::vector<Value> inputs;
           for (const Located& in : ins) inputs.push_back(in.on(d));
           outs = node.communication ? lg.communicate(*node.communication, inputs, std::move(attrs))
@@ -293,20 +380,37 @@ class Lowering {
       for (int a : node.after)
         if (local_node_[at(a)][at(d)] >= 0) lg.node(local_id).after.push_back(local_node_[at(a)][at(d)]);
       for (std::size_t o = 0; o < outs.size(); ++o) {
-        const TensorType want = s.out[o].local(node.outputs[o], position);
+        const TensorType want = out[o].layout.local(node.outputs[o], coords);
         if (!(lg.type(outs[o]) == want))
-          throw Error("internal: lowering " + where(node) + " for " + o_.devices[at(d)] + ": its layout " + s.out[o].str() +
+          throw Error("internal: lowering " + where(node) + " for " + o_.devices[at(d)] + ": its layout " + out[o].layout.str() +
                       " means a part of shape " + want.shape.str() + ", the op made " + lg.type(outs[o]).shape.str());
         out[o].part[at(d)] = outs[o];
       }
     }
   }
 
+  // The block of a variable laid out as `layout` that the device at `coords` holds, its cuts in
+  // the order the mesh axes make them; none: all of it.
+  static std::optional<VariableShard> shard_of(const MeshLayout& layout, const TensorType& type, const std::vector<int>& coords) {
+    const std::vector<std::pair<int64_t, int64_t>> block = layout.block(type, coords);
+    VariableShard shard;
+    for (const Layout& l : layout.axes)
+      if (l.is_split() && std::none_of(shard.cuts.begin(), shard.cuts.end(), [&](const VariableShard::Cut& c) { return c.axis == l.axis; }))
+        shard.cuts.push_back({l.axis, block[at(l.axis)].first, block[at(l.axis)].second});
+    if (shard.cuts.empty()) return std::nullopt;
+    return shard;
+  }
+
   // The gradients that updates need summed over the devices, in buckets in the order backward
   // produces them (the last layers first); each bucket's all-reduce starts once its last
   // gradient exists, while backward goes on.
   void reduce_gradients(int first_update) {
-    std::vector<Value> grads;
+    struct Gradient {
+      Value value;
+      MeshLayout want;
+      std::vector<int> axes;  // summed along these mesh axes
+    };
+    std::vector<Gradient> grads;
     for (int id = first_update; id < g_.size(); ++id) {
       const graph::Node& node = g_.node(id);
       const int gi = node.def->gradient_input;
@@ -314,40 +418,47 @@ class Lowering {
       const Value v = node.inputs[at(gi)];
       if (v.node >= first_update) continue;  // made by the updates themselves (a LossScaleOptimizer's unscaled gradient): not emitted yet
       const Located& src = value_[at(v.node)][at(v.index)];
-      if (!src.layout.is_partial() || src.devices != devices_[at(id)] || !sig_[at(id)].in[at(gi)].is_replicated()) continue;
-      if (converted_.count(key(v, src.devices, Layout::replicated()))) continue;  // summed already, for a reader in backward
-      if (std::find(grads.begin(), grads.end(), v) == grads.end()) grads.push_back(v);
+      if (src.devices != devices_[at(id)] || src.mesh != mesh_[at(id)]) continue;
+      const MeshLayout want = in_layout(id, at(gi));
+      std::vector<int> axes = summed_axes(src.layout, want);
+      if (axes.empty()) continue;
+      if (converted_.count(key(v, src.devices, src.mesh, want))) continue;  // summed already, for a reader in backward
+      if (std::none_of(grads.begin(), grads.end(), [&](const Gradient& g) { return g.value == v; })) grads.push_back({v, want, std::move(axes)});
     }
-    std::stable_sort(grads.begin(), grads.end(), [](Value a, Value b) { return a.node < b.node; });
-    std::vector<Value> bucket;
+    std::stable_sort(grads.begin(), grads.end(), [](const Gradient& a, const Gradient& b) { return a.value.node < b.value.node; });
+    std::vector<const Gradient*> bucket;
     std::size_t bytes = 0;
     auto flush = [&] {
       if (bucket.empty()) return;
       std::vector<Located> parts;
-      for (Value v : bucket) parts.push_back(unshared(v));
-      const std::vector<Located> sums = boxing_.all_reduce(parts);
+      for (const Gradient* g : bucket) parts.push_back(unshared(g->value));
+      const std::vector<Located> sums = boxing_.all_reduce(parts, bucket[0]->axes);
       for (std::size_t i = 0; i < bucket.size(); ++i)
-        converted_[key(bucket[i], sums[i].devices, Layout::replicated())] = sums[i];
+        converted_[key(bucket[i]->value, sums[i].devices, sums[i].mesh, bucket[i]->want)] = sums[i];
       bucket.clear();
       bytes = 0;
     };
-    // Buckets hold gradients of one device group (a pipeline's stages have their own), one
-    // pipeline chunk, and one dtype.
-    std::map<std::pair<std::vector<int>, int>, std::vector<Value>> by_group;
-    for (Value v : grads) by_group[{value_[at(v.node)][at(v.index)].devices, value_[at(v.node)][at(v.index)].stage}].push_back(v);
+    // Buckets hold gradients of one mesh (a pipeline's stages have their own) summed along the
+    // same axes, of one pipeline chunk, and of one dtype.
+    std::map<std::tuple<std::vector<int>, std::vector<int>, std::vector<int>, int>, std::vector<const Gradient*>> by_group;
+    for (const Gradient& g : grads) {
+      const Located& src = value_[at(g.value.node)][at(g.value.index)];
+      by_group[{src.devices, src.mesh, g.axes, src.stage}].push_back(&g);
+    }
     for (const auto& [devices, group] : by_group) {
-      for (Value v : group) {
-        const TensorType& t = g_.type(v);
-        if (!bucket.empty() && (bytes + t.bytes() > o_.bucket_bytes || g_.type(bucket.back()).dtype != t.dtype)) flush();
-        bucket.push_back(v);
+      for (const Gradient* g : group) {
+        const Located& src = value_[at(g->value.node)][at(g->value.index)];
+        const TensorType t = src.layout.local(src.type, std::vector<int>(src.mesh.size(), 0));
+        if (!bucket.empty() && (bytes + t.bytes() > o_.bucket_bytes || g_.type(bucket.back()->value).dtype != t.dtype)) flush();
+        bucket.push_back(g);
         bytes += t.bytes();
       }
       flush();
     }
   }
 
-  static std::string key(Value v, const std::vector<int>& devices, const Layout& layout) {
-    return std::to_string(v.node) + ":" + std::to_string(v.index) + "@" + target(devices, layout);
+  static std::string key(Value v, const std::vector<int>& devices, const std::vector<int>& mesh, const MeshLayout& layout) {
+    return std::to_string(v.node) + ":" + std::to_string(v.index) + "@" + target(devices, mesh, layout);
   }
 
   // A partial value as an all-reduce may overwrite: a copy when anything else reads it.
@@ -356,47 +467,68 @@ class Lowering {
     return demands_[{v.node, v.index}].size() > 1 ? boxing_.copy(src) : src;
   }
 
-  Located convert(Value v, const std::vector<int>& devices, const Layout& want, int reader_stage) {
+  Located convert(Value v, const std::vector<int>& devices, const std::vector<int>& mesh, const MeshLayout& want, int reader_stage) {
     const Located& src = value_[at(v.node)][at(v.index)];
-    if (src.devices == devices && src.layout == want) return src;
-    const std::string k = key(v, devices, want);
+    if (src.devices == devices && src.mesh == mesh && src.layout == want) return src;
+    const std::string k = key(v, devices, mesh, want);
     if (auto it = converted_.find(k); it != converted_.end()) return it->second;
-    const Located from = src.layout.is_partial() && !want.is_partial() ? unshared(v) : src;
-    return converted_[k] = boxing_.convert(from, devices, want, reader_stage);
+    bool sums = false;  // an all-reduce works in place
+    for (std::size_t a = 0; a < src.layout.axes.size(); ++a)
+      sums = sums || (src.layout[a].is_partial() && (a >= want.axes.size() || !want[a].is_partial() || src.mesh != mesh));
+    const Located from = sums ? unshared(v) : src;
+    return converted_[k] = boxing_.convert(from, devices, mesh, want, reader_stage);
   }
 
+  bool kept(int d) const { return o_.program_count < 0 || (d >= o_.first_program && d < o_.first_program + o_.program_count); }
+
+  // Where the host reads a fetch (its layout as emit left it): from the devices at coordinate 0
+  // of the axes that replicate it, in mesh order; their parts are rows, partial sums, or a whole.
+  FetchSite site_of(const Located& loc) const {
+    FetchSite all;
+    const bool whole = loc.layout.is_replicated();
+    bool partial = false;
+    for (const Layout& l : loc.layout.axes) partial = partial || l.is_partial();
+    std::vector<int64_t> rows;
+    for (std::size_t p = 0; p < loc.devices.size(); ++p) {
+      const std::vector<int> c = graph::mesh_coordinates(static_cast<int>(p), loc.mesh);
+      bool first = true;
+      for (std::size_t a = 0; a < c.size(); ++a) first = first && (!loc.layout[a].is_replicated() || c[a] == 0 || whole);
+      if (!first) continue;
+      all.programs.push_back(loc.devices[p]);
+      if (!whole && !partial) rows.push_back(loc.layout.local(loc.type, c).shape[0]);
+    }
+    all.layout = whole ? Layout::replicated() : partial ? Layout::partial() : Layout::split(0, rows);
+    if (o_.program_count < 0) return all;
+    FetchSite mine{all.layout, {}, {}};
+    for (std::size_t i = 0; i < all.programs.size(); ++i)
+      if (kept(all.programs[i])) {
+        mine.programs.push_back(all.programs[i] - o_.first_program);
+        mine.places.push_back(static_cast<int>(i));
+      }
+    return mine;
+  }
+
+  // The programs of the kept devices: fused (compile/fusion.h), ordered, memory-planned and
+  // scheduled. The others are another process's: lowered for their communication, never run here.
   Plan programs() {
     Plan plan;
-    for (const Located& loc : fetched_) plan.fetches.push_back({loc.layout, loc.devices});
+    for (const Located& loc : fetched_) plan.fetches.push_back(site_of(loc));
     for (int d = 0; d < k_; ++d) {
+      if (!kept(d)) continue;
       std::vector<Value> fetches;
       for (const Located& loc : fetched_) fetches.push_back(loc.on(d));
-      Program p;
-      const bool kept = o_.program_count < 0 || (d >= o_.first_program && d < o_.first_program + o_.program_count);
-      if (!kept) {  // another process's: lowered for its communication, never run here
-        plan.programs.emplace_back();
-        plan.schedule.emplace_back();
-        continue;
-      }
-      if (o_.final_programs) {
-        p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches, o_.in_flight ? o_.in_flight(d) : 1);
-      } else {
-        p.device = o_.devices[at(d)];
-        p.graph = std::move(local_[at(d)]);
-        p.fetches = fetches;
-      }
+      Program p = single_program(o_.devices[at(d)], std::move(local_[at(d)]), fetches, o_.micro_batches, o_.in_flight ? o_.in_flight(d) : 1);
       p.rank = d;
       for (int id = 0; id < g_.size(); ++id) {
         const graph::Node& node = g_.node(id);
         if (node.def->source != ops::Source::Feed || local_node_[at(id)][at(d)] < 0 || node.outputs[0].shape.rank() < 1) continue;
         const std::vector<int>& devices = devices_[at(id)];
         const int position = static_cast<int>(std::find(devices.begin(), devices.end(), d) - devices.begin());
-        const Layout& l = sig_[at(id)].out[0];
-        p.feeds[node.attrs.s("name")] = l.is_split() ? FeedRows{l.offset(position), l.shares[at(position)]}
-                                                     : FeedRows{0, node.outputs[0].shape[0]};
+        const auto [offset, rows] = out_layout(id, 0).block(node.outputs[0], graph::mesh_coordinates(position, mesh_[at(id)]))[0];
+        p.feeds[node.attrs.s("name")] = FeedRows{offset, rows};
       }
       p.shards = shards_[at(d)];
-      plan.schedule.push_back(!o_.final_programs ? std::vector<Action>{} : o_.schedule ? o_.schedule(p, d) : run_all_blocks(p));
+      plan.schedule.push_back(o_.schedule ? o_.schedule(p, d) : run_all_blocks(p));
       plan.programs.push_back(std::move(p));
     }
     return plan;
@@ -409,9 +541,10 @@ class Lowering {
   std::vector<graph::Graph> local_;
   Boxing boxing_;
   std::vector<bool> live_;                                   // per node
-  std::vector<std::vector<int>> devices_;                    // per node
+  std::vector<std::vector<int>> devices_;                    // per node: its mesh's devices
+  std::vector<std::vector<int>> mesh_;                       // per node: its mesh's shape
   std::vector<std::vector<std::pair<int, int>>> users_;      // per node: (reader, input index)
-  std::vector<Signature> sig_;                               // per node
+  std::vector<std::vector<Signature>> sig_;                  // per node, per mesh axis
   std::vector<int> stage_;                                   // per node (-1: a source, per device)
   std::map<std::pair<int, int>, std::set<std::string>> demands_;  // per value: what its readers need
   std::vector<std::vector<Located>> value_;                  // per node, per output
@@ -423,43 +556,8 @@ class Lowering {
 };
 }  // namespace
 
-namespace {
-// Programs [first, first + count) of `all`, with their schedules; a fetch keeps its layout over
-// every program and notes where each kept one is.
-Plan keep_programs(Plan all, int first, int count) {
-  if (first < 0 || count < 0 || first + count > static_cast<int>(all.programs.size()))
-    throw Error("internal: keeping programs " + std::to_string(first) + ".." + std::to_string(first + count - 1) + " of " +
-                std::to_string(all.programs.size()));
-  Plan mine;
-  for (int p = first; p < first + count; ++p) {
-    mine.programs.push_back(std::move(all.programs[at(p)]));
-    mine.schedule.push_back(std::move(all.schedule[at(p)]));
-  }
-  for (const FetchSite& site : all.fetches) {
-    FetchSite kept{site.layout, {}, {}};
-    for (std::size_t i = 0; i < site.programs.size(); ++i)
-      if (site.programs[i] >= first && site.programs[i] < first + count) {
-        kept.programs.push_back(site.programs[i] - first);
-        kept.places.push_back(site.place(i));
-      }
-    mine.fetches.push_back(std::move(kept));
-  }
-  return mine;
-}
-}  // namespace
-
 Plan lower(const graph::Graph& g, const std::vector<graph::Value>& fetches, const LoweringOptions& options) {
-  Plan plan;
-  if (options.within) {
-    LoweringOptions rows = options;
-    rows.within = nullptr, rows.first_program = 0, rows.program_count = -1;
-    rows.final_programs = false;  // lowered again below: fused and planned only then
-    plan = nest(Lowering(g, fetches, rows).run(), [&](const Program& row, int i) { return lower(row.graph, row.fetches, options.within(i)); });
-  } else {
-    plan = Lowering(g, fetches, options).run();  // only the kept programs are made
-  }
-  if (options.program_count < 0) return plan;
-  return keep_programs(std::move(plan), options.first_program, options.program_count);
+  return Lowering(g, fetches, options).run();
 }
 
 }  // namespace tandem::compile

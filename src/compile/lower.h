@@ -1,8 +1,9 @@
 // Lowering: one global graph (forward, loss, backward, updates for the whole batch) becomes one
-// program per device. Every node gets a placement (the devices that run it) and every value a
-// layout on its devices (graph/layout.h); each op's layout rule says what it works on, and
-// boxing inserts the communication where a value's layout is not what its reader needs. A
-// strategy is a choice of placements and feed layouts; the rest is this pass.
+// program per device. Every node gets a placement (the mesh of devices that runs it) and every
+// value a layout on it, one entry per mesh axis (graph/layout.h); each op's layout rule says
+// what it works on, axis by axis, and boxing inserts the communication where a value's layout is
+// not what its reader needs. A strategy is a choice of placements and feed and variable layouts;
+// the rest is this pass.
 #pragma once
 
 #include <functional>
@@ -13,19 +14,28 @@
 
 namespace tandem::compile {
 
+// The devices that run a node, as a mesh: `devices` (indices into LoweringOptions::devices,
+// ascending) in row-major order over `shape`. A value on a mesh has one layout entry per axis
+// (graph::MeshLayout); its collectives run within the sub-groups of the axes they work along.
+struct Placement {
+  std::vector<int> devices;
+  std::vector<int> shape;  // empty: one axis of devices.size()
+  Placement(std::vector<int> devices = {}, std::vector<int> shape = {}) : devices(std::move(devices)), shape(std::move(shape)) {}  // NOLINT
+};
+
 struct LoweringOptions {
   std::vector<std::string> devices;
-  // The devices (indices into `devices`) that run a node; empty: the pass decides (a node
-  // follows its first placed input, a variable or feed its readers, an update its variable).
-  std::function<std::vector<int>(const graph::Node&)> place;
+  // The devices that run a node; empty: the pass decides (a node follows its first placed input,
+  // a variable or feed its readers, an update its variable).
+  std::function<Placement(const graph::Node&)> place;
   // The pipeline chunk of a node (its blocks are cut per chunk, so a schedule can interleave
   // them); empty or -1: after its inputs' chunks, a source with its first reader's.
   std::function<int(const graph::Node&)> stage;
-  // How a feed lies over its devices; empty: replicated.
-  std::function<graph::Layout(const graph::Node& feed, int devices)> feed_layout;
-  // How a variable lies over the devices that hold it (a split: each keeps its block, and so do
-  // the updates and optimizer slots); empty: replicated.
-  std::function<graph::Layout(const graph::VariableInfo& variable, int devices)> variable_layout;
+  // How a feed lies over the mesh of its devices (its shape given); empty: replicated.
+  std::function<graph::MeshLayout(const graph::Node& feed, const std::vector<int>& mesh)> feed_layout;
+  // How a variable lies over the mesh of the devices that hold it (a split: each keeps its
+  // block, and so do the updates and optimizer slots); empty: replicated.
+  std::function<graph::MeshLayout(const graph::VariableInfo& variable, const std::vector<int>& mesh)> variable_layout;
   // Gradients summed across devices travel in buckets of about this many bytes, each started as
   // soon as backward has produced its last gradient.
   std::size_t bucket_bytes = 25u << 20;
@@ -36,21 +46,10 @@ struct LoweringOptions {
   int micro_batches = 1;
   std::function<int(int device)> in_flight;  // empty: 1
   std::function<std::vector<Action>(const Program&, int device)> schedule;  // empty: run_all_blocks
-  // Whether the programs are what devices run: fused (compile/fusion.h), ordered, memory-planned
-  // and scheduled. A lowering whose programs are lowered again (the outer axis of a nested mesh,
-  // compile/nest.h) leaves them in the global graph's ops, whose layout rules the next lowering
-  // needs (a fused op has none: it would run whole on every device), so fusion and planning
-  // happen once, on the last lowering's programs.
-  bool final_programs = true;
-  // A second mesh axis: each program of this lowering (one row of the mesh: a block of the batch,
-  // say) is lowered again over that row's devices with within(row)'s options (compile/nest.h),
-  // and only those programs are fused and planned. Empty: one axis.
-  std::function<LoweringOptions(int row)> within;
   // The programs this process runs, for a strategy over the devices of several processes:
-  // [first_program, first_program + program_count) of the plan's programs (of the whole mesh's,
-  // with `within`); -1: all. The others are lowered (the communication is numbered over all of
-  // them) but not made; the plan's programs and fetch sites count the kept ones from 0, and
-  // each fetch site says its programs' places among all of them.
+  // [first_program, first_program + program_count) of `devices`; -1: all. The others are lowered
+  // (the communication is numbered over all of them) but not made; the plan's programs and fetch
+  // sites count the kept ones from 0, and each fetch site says its programs' places among all.
   int first_program = 0;
   int program_count = -1;
 };

@@ -22,9 +22,6 @@ struct Communication {
   int bucket = -1;         // an all-reduce's index in its program: its start and wait share it
   Wire wire = Wire::Native;
   bool mean = false;       // an all-reduce that averages instead of summing
-  // Nested lowering (compile/nest.h) only: made by the outer lowering, so its ranks number the
-  // mesh's rows until they are mapped to devices.
-  bool across_rows = false;
 };
 
 // The op of each kind: "all_reduce_start", "all_reduce_wait", "all_gather", "reduce_scatter",

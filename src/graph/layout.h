@@ -36,15 +36,52 @@ struct Layout {
   bool operator==(const Layout&) const = default;
 };
 
+// A value's layout over a mesh of devices (OneFlow's n-D SBP; JAX's PartitionSpec over a named
+// mesh): one Layout per mesh axis, axis 0 outermost, the devices in row-major order. Entry a says
+// how the block that the axes before it leave on a device lies over the devices along axis a: its
+// split's shares divide that block. A one-axis mesh's layout is its one Layout.
+struct MeshLayout {
+  std::vector<Layout> axes;
+
+  MeshLayout() = default;
+  MeshLayout(Layout one) : axes{std::move(one)} {}  // NOLINT: a one-axis mesh
+  explicit MeshLayout(std::vector<Layout> per_axis) : axes(std::move(per_axis)) {}
+  static MeshLayout replicated(std::size_t axes) { return MeshLayout(std::vector<Layout>(axes)); }
+  // Dimension `dims[a]` of `shape` cut evenly over axis a of `mesh` (-1: not cut there); a
+  // dimension cut by several axes is cut by the outer one first, then each block again.
+  static MeshLayout even_splits(const Shape& shape, const std::vector<int>& dims, const std::vector<int>& mesh);
+
+  bool is_replicated() const;
+  const Layout& operator[](std::size_t a) const { return axes[a]; }
+  // The block of a value of type `global` on the device at mesh coordinates `coords`: its offset
+  // and extent along each of the value's dimensions. A dimension cut unevenly by one axis and
+  // again by a later one (whose shares then differ per block) is an Error naming both.
+  std::vector<std::pair<int64_t, int64_t>> block(const TensorType& global, const std::vector<int>& coords) const;
+  TensorType local(const TensorType& global, const std::vector<int>& coords) const;
+  std::string str() const;  // a one-axis mesh's as Layout::str, else "[S(0)[2,2], R]"
+  bool operator==(const MeshLayout&) const = default;
+};
+
+// The coordinates of the device at row-major `position` of a mesh of shape `mesh`.
+std::vector<int> mesh_coordinates(int position, const std::vector<int>& mesh);
+
 // What an op's layout rule sees: one node of the global graph, the layouts its inputs have on
-// the node's devices, and how many devices those are.
+// the node's devices, and how many devices those are. On a mesh the rule answers for each axis
+// in turn, seeing that axis's entries and the blocks the axes before it leave.
 struct LayoutQuery {
   const Graph& g;
   const Node& node;
   const std::vector<Layout>& in;
   int devices;
-  const TensorType& input_type(int i) const { return g.type(node.inputs[static_cast<std::size_t>(i)]); }
-  const TensorType& output_type(int o = 0) const { return node.outputs[static_cast<std::size_t>(o)]; }
+  // On a later axis of a mesh, the types of the blocks the earlier axes leave; null: the node's.
+  const std::vector<TensorType>* in_types = nullptr;
+  const std::vector<TensorType>* out_types = nullptr;
+  const TensorType& input_type(int i) const {
+    return in_types ? (*in_types)[static_cast<std::size_t>(i)] : g.type(node.inputs[static_cast<std::size_t>(i)]);
+  }
+  const TensorType& output_type(int o = 0) const {
+    return out_types ? (*out_types)[static_cast<std::size_t>(o)] : node.outputs[static_cast<std::size_t>(o)];
+  }
 };
 
 // A rule's answer: the layout each input must have (the pass converts those that differ) and

@@ -51,8 +51,9 @@ void gather_block(Attrs& attrs, const Signature& sig, int position) {
   if (!table.is_split()) return;
   int64_t rows = 0;
   for (int64_t s : table.shares) rows += s;
-  attrs.set("first", table.offset(position));
-  attrs.set("vocab", rows);
+  // On a mesh the outer axes' blocks come first: a block of a block starts within it.
+  attrs.set("first", (attrs.has("first") ? attrs.i("first") : 0) + table.offset(position));
+  if (!attrs.has("vocab")) attrs.set("vocab", rows);
 }
 }  // namespace
 

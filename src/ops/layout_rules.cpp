@@ -39,7 +39,7 @@ std::optional<Signature> rows_signature(const graph::LayoutQuery& q, const RowsR
   }
   for (int o : r.partial_outputs) s.out[at(o)] = Layout::partial();
   for (std::size_t o = 0; o < s.out.size(); ++o) {
-    const Shape& shape = q.node.outputs[o].shape;
+    const Shape& shape = q.output_type(static_cast<int>(o)).shape;
     if (s.out[o].is_split() && (shape.rank() <= axis || shape[axis] != extent)) return std::nullopt;
   }
   return s;
@@ -75,7 +75,7 @@ std::optional<Signature> features_signature(const graph::LayoutQuery& q, int out
     if (axis >= 0 && shape[axis] == out[out_axis]) s.in[i] = Layout::split(axis, shares);
   }
   for (std::size_t o = 0; o < s.out.size(); ++o)
-    if (!(q.node.outputs[o].shape == out)) return std::nullopt;
+    if (!(q.output_type(static_cast<int>(o)).shape == out)) return std::nullopt;
   return s;
 }
 
