@@ -40,65 +40,33 @@ class ShardingStrategy : public Strategy {
     if (size != static_cast<int64_t>(devices_.size()))
       throw ValueError("ModelSplit: a mesh of shape " + shape_list(mesh_.shape) + " needs " + std::to_string(size) + " devices, got " +
                        std::to_string(devices_.size()));
-    // The axes longer than 1: one (it splits the weights, and the batch if it is the batch
-    // axis), or the batch axis and one more that splits the weights.
-    std::vector<std::size_t> used;
-    for (std::size_t a = 0; a < mesh_.shape.size(); ++a)
-      if (mesh_.shape[a] > 1) used.push_back(a);
-    if (used.size() > 2)
-      throw ValueError("ModelSplit: a mesh of shape " + shape_list(mesh_.shape) + " has more than two axes longer than 1; use at most two");
-    std::size_t batch = mesh_.shape.size(), model = mesh_.shape.size();
-    for (std::size_t a : used) (mesh_.axis_names[a] == options_.batch_axis ? batch : model) = a;
-    if (used.size() == 2 && (batch == mesh_.shape.size() || model == mesh_.shape.size()))
-      throw ValueError("ModelSplit: a mesh with two axes longer than 1 (" + join(mesh_.axis_names) + ") needs one of them to be the batch axis '" +
-                       options_.batch_axis + "'");
-    if (used.size() == 1) model = used[0];
-    rows_ = batch < mesh_.shape.size() && used.size() == 2 ? mesh_.shape[batch] : 1;
-    if (model < mesh_.shape.size()) weight_axis_ = mesh_.axis_names[model];
-    if (used.size() == 1 && mesh_.axis_names[model] == options_.batch_axis) split_rows_ = true;
-    // Device (i, j) of rows × columns (batch index i, model index j) is program i·m + j.
-    const int64_t m = static_cast<int64_t>(devices_.size()) / rows_;
-    std::vector<std::string> ordered(devices_.size());
-    for (std::size_t flat = 0; flat < devices_.size(); ++flat) {
-      int64_t rest = static_cast<int64_t>(flat), i = 0, j = 0;
-      for (std::size_t a = mesh_.shape.size(); a-- > 0;) {
-        const int64_t coordinate = rest % mesh_.shape[a];
-        rest /= mesh_.shape[a];
-        if (a == batch && rows_ > 1) i = coordinate;
-        if (a == model) j = coordinate;
-      }
-      ordered[static_cast<std::size_t>(i * m + j)] = devices_[flat];
+    for (std::size_t a = 0; a < mesh_.shape.size(); ++a) {
+      shape_.push_back(static_cast<int>(mesh_.shape[a]));
+      if (mesh_.axis_names[a] == options_.batch_axis) batch_ = static_cast<int>(a);
     }
-    devices_ = ordered;
     comm_ = comm::devices_communicator(devices_, std::chrono::milliseconds(options_.timeout_ms));
-    span_workers("ModelSplit", devices_);  // in program order: (batch i, model j) is program i·m + j
+    span_workers("ModelSplit", devices_);  // program p is the mesh's device p, in row-major order
   }
 
   std::vector<std::string> devices() const override { return local_devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
 
-  // One axis: the batch's or the weights'. Two: a (rows × m) mesh, the batch split over the
-  // rows and the weights over each row's devices.
+  // Every node on the whole mesh; each batch split by rows over the batch axis, each weight over
+  // the axes its layout names (graph::MeshLayout: one entry per mesh axis).
   compile::LoweringOptions describe(const graph::Graph& g, int micro_batches) const override {
     layouts_.warn_unmatched(g);
-    const int m = static_cast<int>(static_cast<int64_t>(devices_.size()) / rows_);
     compile::LoweringOptions o;
     o.devices = devices_;
     std::vector<int> all(devices_.size());
     for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
-    const std::vector<int> mesh = rows_ > 1 ? std::vector<int>{static_cast<int>(rows_), m} : std::vector<int>{m};
-    o.place = [all, mesh](const graph::Node&) { return compile::Placement{all, mesh}; };
-    if (rows_ > 1 || split_rows_)
-      o.feed_layout = [](const graph::Node& feed, const std::vector<int>& mesh) {
+    o.place = [all, shape = shape_](const graph::Node&) { return compile::Placement{all, shape}; };
+    if (batch_ >= 0)
+      o.feed_layout = [b = static_cast<std::size_t>(batch_)](const graph::Node& feed, const std::vector<int>& mesh) {
         graph::MeshLayout l = graph::MeshLayout::replicated(mesh.size());
-        l.axes[0] = distribute::split_rows(feed, mesh[0], "ModelSplit", "batch", "over the " + std::to_string(mesh[0]) + " devices of the batch axis");
+        l.axes[b] = distribute::split_rows(feed, mesh[b], "ModelSplit", "batch", "over the " + std::to_string(mesh[b]) + " devices of the batch axis");
         return l;
       };
-    o.variable_layout = [this](const graph::VariableInfo& v, const std::vector<int>& mesh) {
-        graph::MeshLayout l = graph::MeshLayout::replicated(mesh.size());
-        l.axes.back() = layout_of(v, mesh.back());
-        return l;
-      };
+    o.variable_layout = [this](const graph::VariableInfo& v, const std::vector<int>& mesh) { return layouts_.over_mesh(v, mesh_.axis_names, mesh); };
     o.micro_batches = micro_batches;
     keep_this_workers(o);
     return o;
@@ -112,11 +80,11 @@ class ShardingStrategy : public Strategy {
                      {}};
     std::size_t whole = 0, per_device = 0;
     for (const graph::VariableInfo& v : g.variables()) {
-      const graph::Layout l = layout_of(v, static_cast<int>(devices_.size() / static_cast<std::size_t>(rows_)));
-      const std::size_t local = l.local(v.type, 0).bytes();
+      const graph::MeshLayout l = layouts_.over_mesh(v, mesh_.axis_names, shape_);
+      const std::size_t local = l.local(v.type, std::vector<int>(shape_.size(), 0)).bytes();
       whole += v.type.bytes();
       per_device += local;
-      t.rows.push_back({v.path, v.type.shape.str(), l.is_split() ? layout_str(layouts_.of(v)) : "whole", std::to_string(local)});
+      t.rows.push_back({v.path, v.type.shape.str(), l.is_replicated() ? "whole" : layout_str(layouts_.of(v)), std::to_string(local)});
     }
     t.notes.push_back("Each device holds " + std::to_string(per_device) + " of the " + std::to_string(whole) + " weight bytes (" +
                       percent(whole ? double(per_device) / double(whole) : 0) + "); optimizer slots are split with their weights");
@@ -124,24 +92,12 @@ class ShardingStrategy : public Strategy {
   }
 
  private:
-  // A weight's layout over the `k` devices that split the weights.
-  graph::Layout layout_of(const graph::VariableInfo& v, int k) const {
-    if (rows_ > 1)
-      for (const std::string& axis : layouts_.of(v))
-        if (axis == options_.batch_axis)
-          throw ValueError("ModelSplit: the layout " + layout_str(layouts_.of(v)) + " of weight '" + v.path +
-                           "' splits it over the batch axis '" + axis + "'; with a batch axis and a model axis '" + weight_axis_ +
-                           "' weights split over the model axis only");
-    return weight_axis_.empty() ? graph::Layout::replicated() : layouts_.split_over(v, weight_axis_, k);
-  }
-
   DeviceMesh mesh_;
   WeightLayouts layouts_;
   ShardingOptions options_;
-  std::vector<std::string> devices_;
-  int64_t rows_ = 1;          // devices along the batch axis when another axis splits the weights
-  std::string weight_axis_;   // the mesh axis that splits the weights ("" if none)
-  bool split_rows_ = false;   // one axis only, the batch axis: it splits the batch too
+  std::vector<std::string> devices_;  // in the mesh's row-major order
+  std::vector<int> shape_;            // the mesh's
+  int batch_ = -1;                    // the mesh axis that splits the batch; -1: none
   std::shared_ptr<comm::Communicator> comm_;
 };
 }  // namespace

@@ -66,6 +66,13 @@ graph::Layout WeightLayouts::split_over(const graph::VariableInfo& v, const std:
   return graph::Layout::replicated();
 }
 
+graph::MeshLayout WeightLayouts::over_mesh(const graph::VariableInfo& v, const std::vector<std::string>& axes, const std::vector<int>& mesh) const {
+  graph::MeshLayout l = graph::MeshLayout::replicated(mesh.size());
+  for (std::size_t a = 0; a < mesh.size(); ++a)
+    if (mesh[a] > 1) l.axes[a] = split_over(v, axes[a], mesh[a]);
+  return l;
+}
+
 void WeightLayouts::warn_unmatched(const graph::Graph& g) const {
   std::call_once(warned_, [&] {
     std::vector<std::string> paths;

@@ -25,6 +25,9 @@ class WeightLayouts {
   // The weight's layout over the `k` devices of mesh axis `axis`: split along the first of its
   // axes that its TensorLayout gives to `axis` (which `k` must divide), else replicated.
   graph::Layout split_over(const graph::VariableInfo& v, const std::string& axis, int k) const;
+  // The weight's layout over a mesh of shape `mesh` whose axes are named `axes`: along each, as
+  // split_over says.
+  graph::MeshLayout over_mesh(const graph::VariableInfo& v, const std::vector<std::string>& axes, const std::vector<int>& mesh) const;
   // Keras warns when an expression matches no weight; so does this, once.
   void warn_unmatched(const graph::Graph& g) const;
 
