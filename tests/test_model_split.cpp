@@ -446,11 +446,16 @@ TEST_CASE("model split sharding: a 2×2×2 mesh (batch × model × inner) and we
     const dist::DeviceMesh mesh{{2, 2, 2}, axes, cpus(8)};
     CHECK(max_relative_difference(five_steps(megatron_mlp, dist::ModelSplit(mesh, three)), reference) <= 1e-5);
   }
-  // A weight split over the batch axis (as FSDP holds it): gathered where it is read, its
-  // gradient's partial sums summed into the device's block.
+  // Weights split over the batch axis (as FSDP holds them): gathered where they are read, their
+  // gradients' partial sums reduce-scattered into each device's block, both in one bucket.
   const dist::DeviceMesh batch_model{{2, 2}, {"batch", "model"}, cpus(4)};
-  CHECK(max_relative_difference(five_steps(megatron_mlp, dist::ModelSplit(batch_model, {{"up/kernel", {"batch", "model"}}, {"out/kernel", {"batch", ""}}})),
-                                reference) <= 1e-5);
+  auto recording = std::make_shared<Recording>(dist::ModelSplit(batch_model, {{"up/kernel", {"batch", "model"}}, {"out/kernel", {"batch", ""}}}));
+  CHECK(max_relative_difference(five_steps(megatron_mlp, recording), reference) <= 1e-5);
+  const tandem::compile::Plan plan = recording->plan(0);
+  for (const auto& p : plan.programs) {
+    INFO(p.device);
+    CHECK(count_ops_run(p, "reduce_scatter") == 1);
+  }
 }
 
 TEST_CASE("model split sharding: under a 2×2 mesh each device all-reduces its weight blocks' gradients with its column and its MLP's sums with its row") {

@@ -143,6 +143,45 @@ std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts, const
   return out;
 }
 
+std::vector<Located> Boxing::reduce_scatter(const std::vector<Located>& parts, int axis, const std::vector<graph::MeshLayout>& want) {
+  std::vector<Located> out = parts;
+  graph::Phase phase = parts[0].phase;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out[i].layout = want[i];
+    phase = std::max(phase, parts[i].phase);
+  }
+  const Located& first = parts[0];
+  for (std::size_t p = 0; p < first.devices.size(); ++p) {
+    if (graph::mesh_coordinates(static_cast<int>(p), first.mesh)[at(axis)] != 0) continue;  // one group each
+    std::vector<Located> views;
+    for (const Located& part : parts) views.push_back(group(part, {axis}, static_cast<int>(p)));
+    const std::vector<int>& members = views[0].devices;
+    const auto k = static_cast<int64_t>(members.size());
+    const graph::Communication c{.kind = graph::Communication::Kind::ReduceScatter, .group = members};
+    for (int d : members) {
+      graph::Graph& g = prepare(local_, d, phase, first.stage);
+      // Each value as k rows, row r the block device r keeps (its first dimension cut evenly
+      // keeps each block contiguous), the values side by side: one row per device.
+      std::vector<Value> rows;
+      std::vector<int64_t> widths;
+      for (const Located& view : views) {
+        widths.push_back(view.type.shape.num_elements() / k);
+        rows.push_back(ops::reshape(g, view.on(d), Shape{k, widths.back()}));
+      }
+      const Value mine = g.communicate(c, {rows.size() == 1 ? rows[0] : ops::concat(g, rows, 1)})[0];
+      const std::vector<int> coords =
+          graph::mesh_coordinates(static_cast<int>(std::find(first.devices.begin(), first.devices.end(), d) - first.devices.begin()), first.mesh);
+      int64_t offset = 0;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        const Value piece = rows.size() == 1 ? mine : ops::slice(g, mine, 1, offset, widths[i]);
+        offset += widths[i];
+        out[i].part[at(d)] = ops::reshape(g, piece, want[i].local(parts[i].type, coords).shape);
+      }
+    }
+  }
+  return out;
+}
+
 Located Boxing::within(const Located& v, const Layout& want) {
   using K = Layout::Kind;
   const Layout& now = v.layout[0];

@@ -35,6 +35,10 @@ class Boxing {
   // Sums values partial along mesh axes `axes` (the others equal) of one mesh in one all-reduce
   // within each sub-group of those axes: a bucket.
   std::vector<Located> all_reduce(const std::vector<Located>& parts, const std::vector<int>& axes);
+  // Sums values partial along mesh axis `axis` into the blocks `want` gives each (an even split
+  // of the first dimension along that axis, the other axes as they are) in one reduce-scatter
+  // within each sub-group of the axis: each value's rows are laid out per device, side by side.
+  std::vector<Located> reduce_scatter(const std::vector<Located>& parts, int axis, const std::vector<graph::MeshLayout>& want);
   // A copy of `v` in a buffer of its own (an all-reduce works in place).
   Located copy(const Located& v);
 

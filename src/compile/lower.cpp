@@ -51,16 +51,28 @@ std::string list(const std::vector<int>& v) {
   return s;
 }
 
-// The mesh axes along which a value laid out as `have` must be summed to be laid out as `want`
-// (each partial there and wanted whole, every other axis as wanted); empty: not that.
-std::vector<int> summed_axes(const MeshLayout& have, const MeshLayout& want) {
+// How a gradient laid out as `have` becomes `want` by a sum alone (every other axis as wanted):
+// along `axes`, partial there and wanted whole (an all-reduce), or along one axis into an even
+// split of its first dimension (a reduce-scatter, as ZeRO keeps a weight's gradient).
+struct Reduction {
   std::vector<int> axes;
+  bool scatter = false;
+  auto operator<=>(const Reduction&) const = default;
+};
+std::optional<Reduction> reduction(const MeshLayout& have, const MeshLayout& want) {
+  Reduction r;
   for (std::size_t a = 0; a < have.axes.size(); ++a) {
     if (have[a] == want[a]) continue;
-    if (!have[a].is_partial() || !want[a].is_replicated()) return {};
-    axes.push_back(static_cast<int>(a));
+    if (!have[a].is_partial()) return std::nullopt;
+    if (want[a].is_split() && want[a].axis == 0 && want[a].even()) r.scatter = true;
+    else if (!want[a].is_replicated()) return std::nullopt;
+    r.axes.push_back(static_cast<int>(a));
   }
-  return axes;
+  if (r.axes.empty() || (r.scatter && r.axes.size() > 1)) return std::nullopt;
+  if (r.scatter)  // the rows a device keeps are contiguous only where no other axis cuts them
+    for (std::size_t a = 0; a < want.axes.size(); ++a)
+      if (static_cast<int>(a) != r.axes[0] && want[a].is_split() && want[a].axis == 0) return std::nullopt;
+  return r;
 }
 
 class Lowering {
@@ -403,12 +415,14 @@ class Lowering {
 
   // The gradients that updates need summed over the devices, in buckets in the order backward
   // produces them (the last layers first); each bucket's all-reduce starts once its last
-  // gradient exists, while backward goes on.
+  // gradient exists, while backward goes on. Gradients an update needs as a block of the sum
+  // (a weight split over the axis its gradient is partial along) are reduce-scattered in
+  // buckets alike, each one collective.
   void reduce_gradients(int first_update) {
     struct Gradient {
       Value value;
       MeshLayout want;
-      std::vector<int> axes;  // summed along these mesh axes
+      Reduction sum;
     };
     std::vector<Gradient> grads;
     for (int id = first_update; id < g_.size(); ++id) {
@@ -420,10 +434,10 @@ class Lowering {
       const Located& src = value_[at(v.node)][at(v.index)];
       if (src.devices != devices_[at(id)] || src.mesh != mesh_[at(id)]) continue;
       const MeshLayout want = in_layout(id, at(gi));
-      std::vector<int> axes = summed_axes(src.layout, want);
-      if (axes.empty()) continue;
+      std::optional<Reduction> sum = reduction(src.layout, want);
+      if (!sum) continue;
       if (converted_.count(key(v, src.devices, src.mesh, want))) continue;  // summed already, for a reader in backward
-      if (std::none_of(grads.begin(), grads.end(), [&](const Gradient& g) { return g.value == v; })) grads.push_back({v, want, std::move(axes)});
+      if (std::none_of(grads.begin(), grads.end(), [&](const Gradient& g) { return g.value == v; })) grads.push_back({v, want, std::move(*sum)});
     }
     std::stable_sort(grads.begin(), grads.end(), [](const Gradient& a, const Gradient& b) { return a.value.node < b.value.node; });
     std::vector<const Gradient*> bucket;
@@ -431,19 +445,24 @@ class Lowering {
     auto flush = [&] {
       if (bucket.empty()) return;
       std::vector<Located> parts;
-      for (const Gradient* g : bucket) parts.push_back(unshared(g->value));
-      const std::vector<Located> sums = boxing_.all_reduce(parts, bucket[0]->axes);
+      std::vector<MeshLayout> wants;
+      for (const Gradient* g : bucket) {
+        parts.push_back(unshared(g->value));
+        wants.push_back(g->want);
+      }
+      const Reduction& sum = bucket[0]->sum;
+      const std::vector<Located> sums = sum.scatter ? boxing_.reduce_scatter(parts, sum.axes[0], wants) : boxing_.all_reduce(parts, sum.axes);
       for (std::size_t i = 0; i < bucket.size(); ++i)
         converted_[key(bucket[i]->value, sums[i].devices, sums[i].mesh, bucket[i]->want)] = sums[i];
       bucket.clear();
       bytes = 0;
     };
-    // Buckets hold gradients of one mesh (a pipeline's stages have their own) summed along the
-    // same axes, of one pipeline chunk, and of one dtype.
-    std::map<std::tuple<std::vector<int>, std::vector<int>, std::vector<int>, int>, std::vector<const Gradient*>> by_group;
+    // Buckets hold gradients of one mesh (a pipeline's stages have their own) summed alike along
+    // the same axes, of one pipeline chunk, and of one dtype.
+    std::map<std::tuple<std::vector<int>, std::vector<int>, Reduction, int>, std::vector<const Gradient*>> by_group;
     for (const Gradient& g : grads) {
       const Located& src = value_[at(g.value.node)][at(g.value.index)];
-      by_group[{src.devices, src.mesh, g.axes, src.stage}].push_back(&g);
+      by_group[{src.devices, src.mesh, g.sum, src.stage}].push_back(&g);
     }
     for (const auto& [devices, group] : by_group) {
       for (const Gradient* g : group) {
