@@ -101,7 +101,7 @@ graph::Layout split_rows(const graph::Node& feed, int k, const std::string& stra
 // Data parallelism (Mirrored's): every node on every one of `devices`, the batch split by rows,
 // gradients summed in buckets that start while backward runs.
 compile::LoweringOptions data_parallel(int micro_batches, const std::string& strategy, const std::vector<std::string>& devices, std::size_t bucket_bytes,
-                                       bool all_reduce_bf16);
+                                       bool all_reduce_bf16, ShardLevel shard = ShardLevel::None);
 
 // `devices` in canonical form ("cpu" -> "cpu:0", "worker:1/cpu" -> "worker:1/cpu:0"); an empty
 // list, one naming a device twice, a worker that is not among this process's, or a list that

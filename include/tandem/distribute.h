@@ -23,6 +23,15 @@ struct DefaultOptions {
 // One device ("cpu", "cpu:0"): the whole program runs there, on all of this machine's cores.
 StrategyPtr Default(const std::string& device = "cpu:0", const DefaultOptions& options = {});
 
+// What data parallelism keeps split over its devices instead of whole on each (ZeRO's stages,
+// PyTorch's FSDP). None: DDP, every device holds every weight, gradient and optimizer slot.
+// Weights (ZeRO stage 3, FSDP's FULL_SHARD): each device holds a block of rows of each weight
+// whose first axis its devices divide, and of that weight's gradient and optimizer slots;
+// the weight is all-gathered just before its forward reads it and again before its backward,
+// and freed after each; its gradient is reduce-scattered into the blocks, and each device
+// updates its own.
+enum class ShardLevel { None, Weights };
+
 struct MirroredOptions {
   int64_t bucket_bytes = 25 << 20;  // gradients per all-reduce (PyTorch DDP's default, 25 MB)
   bool all_reduce_bf16 = false;     // send gradients as bfloat16: half the bytes, sums in float32
@@ -32,6 +41,7 @@ struct MirroredOptions {
   // their mean — k batches make one update, and all-reduce traffic falls k-fold. An epoch's last
   // batches that do not fill a group of k equal batches update as a group of their own.
   int64_t sync_every = 1;
+  ShardLevel shard = ShardLevel::None;
 };
 
 // Data parallelism over devices ("cpu:0", "cpu:1", ...; virtual CPU devices share the cores):

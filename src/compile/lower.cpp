@@ -238,8 +238,9 @@ class Lowering {
       const graph::Node& node = g_.node(id);
       const std::vector<int>& mesh = mesh_[at(id)];
       std::vector<MeshLayout> in;
-      for (Value v : node.inputs) {
-        const bool counterparts = mesh_[at(v.node)] == mesh;
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        const Value v = node.inputs[i];
+        const bool counterparts = mesh_[at(v.node)] == mesh && !gathered_for(node, i);
         in.push_back(counterparts ? out_layout(v.node, v.index) : MeshLayout::replicated(mesh.size()));
       }
       std::optional<MeshLayout> source;  // a feed's or variable's, as the strategy lays it
@@ -288,6 +289,13 @@ class Lowering {
       if (f.valid()) demands_[{f.node, f.index}].insert("fetch");
   }
 
+  // Whether node's input i is a split variable that it reads gathered whole (not its update).
+  bool gathered_for(const graph::Node& node, std::size_t i) const {
+    const graph::Node& source = g_.node(node.inputs[i].node);
+    return o_.gather_variables_for_use && source.def->source == ops::Source::Variable && !writes(node, static_cast<int>(i)) &&
+           !sig_[at(node.inputs[i].node)].empty() && !out_layout(node.inputs[i].node, 0).is_replicated();
+  }
+
   // What node `id` needs of input i, and what its output o is, on its mesh.
   MeshLayout in_layout(int id, std::size_t i) const {
     MeshLayout l;
@@ -323,7 +331,8 @@ class Lowering {
       std::vector<Located> ins;
       const int reader_stage = std::max(0, stage_[at(id)]);
       for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-        ins.push_back(convert(node.inputs[i], devices_[at(id)], mesh_[at(id)], in_layout(id, i), reader_stage));
+        const std::optional<graph::Phase> phase = gathered_for(node, i) ? std::optional(node.phase) : std::nullopt;
+        ins.push_back(convert(node.inputs[i], devices_[at(id)], mesh_[at(id)], in_layout(id, i), reader_stage, phase));
         const Located& own = value_[at(node.inputs[i].node)][at(node.inputs[i].index)];
         if (writes(node, static_cast<int>(i)) && ins.back().part != own.part)
           throw Error("internal: lowering " + where(node) + ": the variable it writes (input " + std::to_string(i) + ", '" +
@@ -486,15 +495,21 @@ class Lowering {
     return demands_[{v.node, v.index}].size() > 1 ? boxing_.copy(src) : src;
   }
 
-  Located convert(Value v, const std::vector<int>& devices, const std::vector<int>& mesh, const MeshLayout& want, int reader_stage) {
+  // `v` as `want` on a reader's mesh, made once per value and target; with `phase`, once per
+  // phase too, the conversion's nodes in that phase (a weight gathered for forward and again
+  // for backward, each freed after its last reader there).
+  Located convert(Value v, const std::vector<int>& devices, const std::vector<int>& mesh, const MeshLayout& want, int reader_stage,
+                  std::optional<graph::Phase> phase = std::nullopt) {
     const Located& src = value_[at(v.node)][at(v.index)];
     if (src.devices == devices && src.mesh == mesh && src.layout == want) return src;
-    const std::string k = key(v, devices, mesh, want);
+    std::string k = key(v, devices, mesh, want);
+    if (phase) k += "#" + std::to_string(static_cast<int>(*phase));
     if (auto it = converted_.find(k); it != converted_.end()) return it->second;
     bool sums = false;  // an all-reduce works in place
     for (std::size_t a = 0; a < src.layout.axes.size(); ++a)
       sums = sums || (src.layout[a].is_partial() && (a >= want.axes.size() || !want[a].is_partial() || src.mesh != mesh));
-    const Located from = sums ? unshared(v) : src;
+    Located from = sums ? unshared(v) : src;
+    if (phase) from.phase = *phase;
     return converted_[k] = boxing_.convert(from, devices, mesh, want, reader_stage);
   }
 

@@ -36,6 +36,10 @@ struct LoweringOptions {
   // How a variable lies over the mesh of the devices that hold it (a split: each keeps its
   // block, and so do the updates and optimizer slots); empty: replicated.
   std::function<graph::MeshLayout(const graph::VariableInfo& variable, const std::vector<int>& mesh)> variable_layout;
+  // Variables laid out split are gathered whole for each reader but their updates, just before
+  // the reader's phase uses them (forward, then again backward), and not kept between: a
+  // device holds its blocks of the weights, gradients and slots (ZeRO stage 3, FSDP).
+  bool gather_variables_for_use = false;
   // Gradients summed across devices travel in buckets of about this many bytes, each started as
   // soon as backward has produced its last gradient.
   std::size_t bucket_bytes = 25u << 20;
