@@ -135,6 +135,7 @@ void InProcessCommunicator::all_gather(int rank, const void* in, void* out, std:
   for (int r = 0; r < size(); ++r)
     std::memcpy(static_cast<std::byte*>(out) + bytes * static_cast<std::size_t>(r), slots_[static_cast<std::size_t>(r)], bytes);
   sync(rank, "all_gather");
+  count_moved(rank, bytes * static_cast<std::size_t>(size() - 1));  // every other rank's block
 }
 
 void InProcessCommunicator::reduce_scatter(int rank, const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) {
@@ -158,6 +159,13 @@ void InProcessCommunicator::reduce_scatter(int rank, const void* in, void* out, 
   else if (dtype == DType::BF16) reduce(static_cast<Eigen::bfloat16*>(out));
   else reduce(static_cast<Eigen::half*>(out));
   sync(rank, "reduce_scatter");
+  count_moved(rank, count * dtype_size(dtype) * static_cast<std::size_t>(size() - 1));  // its block from every other rank
+}
+
+void InProcessCommunicator::count_moved(int rank, std::size_t bytes) {
+  std::lock_guard lock(stats_mutex_);
+  stats_.bytes_moved += bytes;
+  if (rank == 0) ++stats_.collectives;
 }
 
 void InProcessCommunicator::broadcast(int rank, void* data, std::size_t bytes, int root) {

@@ -40,6 +40,7 @@ class InProcessCommunicator : public Communicator {
   void ring_all_reduce(int rank, T* data, std::size_t count, ReduceOp op);
   void ring_all_reduce_bf16(int rank, float* data, std::size_t count, ReduceOp op);
   void check_rank(int rank, const char* what) const;
+  void count_moved(int rank, std::size_t bytes);  // one rank's share of a collective's traffic
 
   std::vector<std::string> names_;
   std::vector<void*> slots_;                 // each rank's buffer in the current collective
