@@ -16,6 +16,8 @@
 //                blocks on different workers
 //     tp2d       TensorParallel2D over a 2 × (workers·L/2) mesh: each Dense kernel in blocks over
 //                both axes (blocks of blocks), the mesh's rows on different workers
+//     sharded    Mirrored over every device with sharded weights (ShardLevel::Weights): each
+//                weight's row blocks on different workers, gathered and reduce-scattered across
 //   multiworker_child compare A B TOLERANCE      exit 0 when every number of B is within
 //                                                TOLERANCE·max|A| of A's, else print and exit 1
 //
@@ -128,6 +130,7 @@ tandem::distribute::StrategyPtr spread(const std::string& kind, int local) {
   if (kind == "mesh") return dist::ModelSplit(dist::DeviceMesh{{2, n / 2}, {"batch", "model"}, all}, megatron);
   if (kind == "model") return dist::ModelSplit(dist::DeviceMesh{{n}, {"model"}, all}, megatron);
   if (kind == "tp2d") return dist::TensorParallel2D(all, 2, n / 2);
+  if (kind == "sharded") return dist::Mirrored(all, {.shard = dist::ShardLevel::Weights});
   throw std::invalid_argument("unknown kind " + kind);
 }
 
