@@ -40,13 +40,15 @@ class MultiWorkerMirroredStrategy : public Strategy {
 
   std::vector<std::string> devices() const override { return devices_; }
   std::shared_ptr<comm::Communicator> communicator() const override { return comm_; }
-  bool spreads_variables() const override { return false; }  // every replica holds all of them
+  // Every replica holds all of them, unless sharded.
+  bool spreads_variables() const override { return options_.shard != ShardLevel::None && Strategy::spreads_variables(); }
 
   compile::LoweringOptions describe(const graph::Graph&, int micro_batches) const override {
     std::vector<std::string> all;
     for (int w = 0; w < me_.count; ++w) all.insert(all.end(), devices_.begin(), devices_.end());
     compile::LoweringOptions o =
-        data_parallel(micro_batches, "MultiWorkerMirrored", all, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16);
+        data_parallel(micro_batches, "MultiWorkerMirrored", all, static_cast<std::size_t>(options_.bucket_bytes), options_.all_reduce_bf16,
+                      options_.shard);
     keep_this_workers(o);
     return o;
   }

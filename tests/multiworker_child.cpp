@@ -18,6 +18,7 @@
 //                both axes (blocks of blocks), the mesh's rows on different workers
 //     sharded    Mirrored over every device with sharded weights (ShardLevel::Weights): each
 //                weight's row blocks on different workers, gathered and reduce-scattered across
+//     mwm-sharded  the same by MultiWorkerMirrored over each worker's L devices
 //   multiworker_child compare A B TOLERANCE      exit 0 when every number of B is within
 //                                                TOLERANCE·max|A| of A's, else print and exit 1
 //
@@ -131,6 +132,7 @@ tandem::distribute::StrategyPtr spread(const std::string& kind, int local) {
   if (kind == "model") return dist::ModelSplit(dist::DeviceMesh{{n}, {"model"}, all}, megatron);
   if (kind == "tp2d") return dist::TensorParallel2D(all, 2, n / 2);
   if (kind == "sharded") return dist::Mirrored(all, {.shard = dist::ShardLevel::Weights});
+  if (kind == "mwm-sharded") return dist::MultiWorkerMirrored(devices, {.shard = dist::ShardLevel::Weights});
   throw std::invalid_argument("unknown kind " + kind);
 }
 

@@ -10,7 +10,7 @@
 #      2×2 mesh (batch × model) with the model axis within workers (2 workers × 2 devices) and
 #      across them (4 workers × 1), and a "model" axis over 2 workers (each weight's blocks on both);
 #      TensorParallel2D over a 2×2 mesh, its rows on 2 workers (2 × 2 devices) or on 4 (4 × 1);
-#      Mirrored with sharded weights over 2 workers × 2 devices and 4 × 1.
+#      Mirrored and MultiWorkerMirrored with sharded weights over 2 workers × 2 devices and 4 × 1.
 #   2. A worker of a 2-stage pipeline killed mid-epoch, and one that stops answering: the other
 #      exits non-zero within 60 s naming it; restarting both continues from BackupAndRestore's
 #      backup and ends with the uninterrupted run's weights, bit for bit.
@@ -23,7 +23,8 @@ source "$(dirname "$0")/mpi_common.sh"  # also makes $dir, removed at exit
 echo "== 1. every strategy across workers equals Default"
 "$child" deep "$dir/default.bin" >/dev/null
 for run in "pipeline 2 1" "pipeline 4 1" "pipeline 2 2" "pipemodel 2 2" "pipemodel 2 4" "pipemodel 4 2" "split 2 1" "split 4 1" "mesh 2 2" \
-  "mesh 4 1" "model 2 1" "tp2d 2 2" "tp2d 4 1" "sharded 2 2" "sharded 4 1"; do
+  "mesh 4 1" "model 2 1" "tp2d 2 2" "tp2d 4 1" "sharded 2 2" "sharded 4 1" \
+  "mwm-sharded 2 2" "mwm-sharded 4 1"; do
   read -r kind np local <<<"$run"
   out="$dir/$kind-$np-$local.bin"
   launch "$np" "$child" spread "$kind" "$local" "$out" >"$dir/log" 2>&1 || { cat "$dir/log"; fail "$kind, $np workers x $local devices"; }

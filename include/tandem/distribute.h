@@ -54,6 +54,7 @@ struct MultiWorkerMirroredOptions {
   // A collective that waits longer raises an error naming the workers that did not answer; the
   // process then ends the whole job (a collective between processes cannot be resumed).
   int64_t timeout_ms = 60000;
+  ShardLevel shard = ShardLevel::None;  // as MirroredOptions: each weight's blocks over every device of every worker
 };
 
 // Data parallelism across processes (workers) started together by `mpirun -np N` or Slurm's
