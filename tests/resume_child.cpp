@@ -9,7 +9,8 @@
 // training step (counted from the start of training, across restarts), just before the backup that
 // step would write. With RESUME_CHILD_STRATEGY=pipeline in the environment it trains under
 // Pipeline over cpu:0 and cpu:1 with 2 micro-batches instead of Default; with =mesh, under
-// ModelSplit over a 2×2 mesh (batch × model); with =multiworker, under MultiWorkerMirrored (one
+// ModelSplit over a 2×2 mesh (batch × model); with =sharded, under Mirrored over cpu:0 and cpu:1
+// with sharded weights (ShardLevel::Weights); with =multiworker, under MultiWorkerMirrored (one
 // device per worker, started by mpirun); with =spread_pipeline, under Pipeline with one stage on
 // each worker's cpu:0 (across_workers). Under mpirun only the chief writes OUT_FILE and
 // RESUME_CHILD_STOP_WORKER=W makes only worker W reach KILL_AT_STEP, which with
@@ -80,6 +81,7 @@ int run(int argc, char** argv) {
   if (name == "mesh")  // Megatron's split of the first two layers, data parallel over the rows
     strategy = dist::ModelSplit(dist::DeviceMesh{{2, 2}, {"batch", "model"}, {"cpu:0", "cpu:1", "cpu:2", "cpu:3"}},
                                 {{"dense/kernel", {"", "model"}}, {"dense/bias", {"model"}}, {"dense_1/kernel", {"model", ""}}});
+  if (name == "sharded") strategy = dist::Mirrored({"cpu:0", "cpu:1"}, {.shard = dist::ShardLevel::Weights});
   const int64_t timeout_ms = std::stoll(env_or("RESUME_CHILD_TIMEOUT_MS", "60000"));
   if (name == "multiworker") strategy = dist::MultiWorkerMirrored({"cpu:0"}, {.timeout_ms = timeout_ms});
   if (name == "spread_pipeline") strategy = dist::Pipeline(dist::across_workers({"cpu:0"}), {.micro_batches = 2, .timeout_ms = timeout_ms});

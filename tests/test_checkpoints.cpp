@@ -465,11 +465,11 @@ TEST_CASE("checkpoints: training killed with SIGKILL and restarted ends bitwise 
   fs::remove_all(root);
 }
 
-TEST_CASE("checkpoints: under Pipeline and under a 2×2 ModelSplit mesh, training killed with SIGKILL and restarted ends bitwise identical to an uninterrupted run") {
-  // The same run as above on two pipeline stages with 2 micro-batches, and with its first two
-  // layers split over a 2×2 mesh: the backups hold the logical weights and optimizer state,
-  // gathered from the devices.
-  for (const char* strategy : {"pipeline", "mesh"}) {
+TEST_CASE("checkpoints: under Pipeline, a 2×2 ModelSplit mesh and sharded Mirrored, training killed with SIGKILL and restarted ends bitwise identical to an uninterrupted run") {
+  // The same run as above on two pipeline stages with 2 micro-batches, with its first two layers
+  // split over a 2×2 mesh, and data parallel with every weight's rows split over 2 devices: the
+  // backups hold the logical weights and optimizer state, gathered from the devices.
+  for (const char* strategy : {"pipeline", "mesh", "sharded"}) {
     INFO(strategy);
     ::setenv("RESUME_CHILD_STRATEGY", strategy, 1);
     const fs::path root = scratch(std::string("killed_") + strategy);
