@@ -30,6 +30,19 @@ Located like(const Located& v, graph::MeshLayout layout) {
 
 int split_dim(const Layout& l) { return l.is_split() ? l.axis : -1; }
 
+// The positions (in a mesh of shape `mesh`) at coordinate 0 along every one of `axes`: one per
+// sub-group of those axes.
+std::vector<int> group_leaders(const std::vector<int>& mesh, const std::vector<int>& axes) {
+  int size = 1;
+  for (int m : mesh) size *= m;
+  std::vector<int> leaders;
+  for (int p = 0; p < size; ++p) {
+    const std::vector<int> c = graph::mesh_coordinates(p, mesh);
+    if (std::all_of(axes.begin(), axes.end(), [&](int a) { return c[at(a)] == 0; })) leaders.push_back(p);
+  }
+  return leaders;
+}
+
 Value zero_rows(graph::Graph& g, const TensorType& type, int axis, int64_t rows) {
   std::vector<int64_t> dims = type.shape.dims();
   dims[at(axis)] = rows;
@@ -37,6 +50,22 @@ Value zero_rows(graph::Graph& g, const TensorType& type, int axis, int64_t rows)
 }
 
 }  // namespace
+
+std::optional<Reduction> reduction(const graph::MeshLayout& have, const graph::MeshLayout& want) {
+  Reduction r;
+  for (std::size_t a = 0; a < have.axes.size(); ++a) {
+    if (have[a] == want[a]) continue;
+    if (!have[a].is_partial()) return std::nullopt;
+    if (want[a].is_split() && want[a].axis == 0 && want[a].even()) r.scatter = true;
+    else if (!want[a].is_replicated()) return std::nullopt;
+    r.axes.push_back(static_cast<int>(a));
+  }
+  if (r.axes.empty() || (r.scatter && r.axes.size() > 1)) return std::nullopt;
+  if (r.scatter)  // the rows a device keeps are contiguous only where no other axis cuts them
+    for (std::size_t a = 0; a < want.axes.size(); ++a)
+      if (static_cast<int>(a) != r.axes[0] && want[a].is_split() && want[a].axis == 0) return std::nullopt;
+  return r;
+}
 
 Located Boxing::convert(const Located& v, const std::vector<int>& devices, const std::vector<int>& mesh, const graph::MeshLayout& want,
                          int stage) {
@@ -99,9 +128,8 @@ Located Boxing::along(const Located& v, int axis, const Layout& want) {
   }
   Located r = v;
   r.layout.axes[at(axis)] = want;
-  for (std::size_t p = 0; p < v.devices.size(); ++p) {
-    if (graph::mesh_coordinates(static_cast<int>(p), v.mesh)[at(axis)] != 0) continue;  // one group each
-    const Located done = within(group(v, {axis}, static_cast<int>(p)), want);
+  for (int p : group_leaders(v.mesh, {axis})) {
+    const Located done = within(group(v, {axis}, p), want);
     for (int d : done.devices) r.part[at(d)] = done.part[at(d)];
   }
   return r;
@@ -130,12 +158,9 @@ std::vector<Located> Boxing::all_reduce(const std::vector<Located>& parts, const
   std::vector<Located> out = parts;
   for (Located& o : out)
     for (int a : axes) o.layout.axes[at(a)] = Layout::replicated();
-  const Located& first = parts[0];
-  for (std::size_t p = 0; p < first.devices.size(); ++p) {
-    const std::vector<int> c = graph::mesh_coordinates(static_cast<int>(p), first.mesh);
-    if (std::any_of(axes.begin(), axes.end(), [&](int a) { return c[at(a)] != 0; })) continue;  // one group each
+  for (int p : group_leaders(parts[0].mesh, axes)) {
     std::vector<Located> views;
-    for (const Located& part : parts) views.push_back(group(part, axes, static_cast<int>(p)));
+    for (const Located& part : parts) views.push_back(group(part, axes, p));
     const std::vector<Located> sums = all_reduce(views);
     for (std::size_t i = 0; i < parts.size(); ++i)
       for (int d : views[i].devices) out[i].part[at(d)] = sums[i].part[at(d)];
@@ -151,10 +176,9 @@ std::vector<Located> Boxing::reduce_scatter(const std::vector<Located>& parts, i
     phase = std::max(phase, parts[i].phase);
   }
   const Located& first = parts[0];
-  for (std::size_t p = 0; p < first.devices.size(); ++p) {
-    if (graph::mesh_coordinates(static_cast<int>(p), first.mesh)[at(axis)] != 0) continue;  // one group each
+  for (int p : group_leaders(first.mesh, {axis})) {
     std::vector<Located> views;
-    for (const Located& part : parts) views.push_back(group(part, {axis}, static_cast<int>(p)));
+    for (const Located& part : parts) views.push_back(group(part, {axis}, p));
     const std::vector<int>& members = views[0].devices;
     const auto k = static_cast<int64_t>(members.size());
     const graph::Communication c{.kind = graph::Communication::Kind::ReduceScatter, .group = members};

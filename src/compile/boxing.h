@@ -7,6 +7,7 @@
 // the inner axes first where an outer axis's change would move the blocks they cut.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "graph/graph.h"
@@ -25,6 +26,17 @@ struct Located {
   int stage = 0;  // the pipeline chunk whose blocks hold the nodes that work on it
   graph::Value on(int device) const { return part[static_cast<std::size_t>(device)]; }
 };
+
+// How a gradient laid out as `have` becomes `want` by a sum alone (every other axis as wanted):
+// along `axes`, partial there and wanted whole (an all-reduce), or along one axis into an even
+// split of its first dimension, which no other axis cuts (a reduce-scatter, as ZeRO keeps a
+// weight's gradient); none: not by a sum alone.
+struct Reduction {
+  std::vector<int> axes;
+  bool scatter = false;
+  auto operator<=>(const Reduction&) const = default;
+};
+std::optional<Reduction> reduction(const graph::MeshLayout& have, const graph::MeshLayout& want);
 
 class Boxing {
  public:

@@ -51,30 +51,6 @@ std::string list(const std::vector<int>& v) {
   return s;
 }
 
-// How a gradient laid out as `have` becomes `want` by a sum alone (every other axis as wanted):
-// along `axes`, partial there and wanted whole (an all-reduce), or along one axis into an even
-// split of its first dimension (a reduce-scatter, as ZeRO keeps a weight's gradient).
-struct Reduction {
-  std::vector<int> axes;
-  bool scatter = false;
-  auto operator<=>(const Reduction&) const = default;
-};
-std::optional<Reduction> reduction(const MeshLayout& have, const MeshLayout& want) {
-  Reduction r;
-  for (std::size_t a = 0; a < have.axes.size(); ++a) {
-    if (have[a] == want[a]) continue;
-    if (!have[a].is_partial()) return std::nullopt;
-    if (want[a].is_split() && want[a].axis == 0 && want[a].even()) r.scatter = true;
-    else if (!want[a].is_replicated()) return std::nullopt;
-    r.axes.push_back(static_cast<int>(a));
-  }
-  if (r.axes.empty() || (r.scatter && r.axes.size() > 1)) return std::nullopt;
-  if (r.scatter)  // the rows a device keeps are contiguous only where no other axis cuts them
-    for (std::size_t a = 0; a < want.axes.size(); ++a)
-      if (static_cast<int>(a) != r.axes[0] && want[a].is_split() && want[a].axis == 0) return std::nullopt;
-  return r;
-}
-
 class Lowering {
  public:
   Lowering(const graph::Graph& g, const std::vector<Value>& fetches, const LoweringOptions& o)
@@ -381,7 +357,7 @@ class Lowering {
           outs = {lg.placeholder(node.attrs.s("name"), out[0].layout.local(node.outputs[0], coords))};
         } else if (node.def->source == ops::Source::Variable) {
           graph::VariableInfo info = variables_.at(static_cast<int>(node.attrs.i("var")));
-          if (std::optional<VariableShard> shard = shard_of(out[0].layout, info.type, coords)) shards_[at(d)][info.id] = *shard;
+          if (std::optional<VariableShard> shard = VariableShard::of(out[0].layout, info.type, coords)) shards_[at(d)][info.id] = *shard;
           info.type = out[0].layout.local(info.type, coords);
           outs = {lg.variable(info)};
         } else {
@@ -408,18 +384,6 @@ class Lowering {
         out[o].part[at(d)] = outs[o];
       }
     }
-  }
-
-  // The block of a variable laid out as `layout` that the device at `coords` holds, its cuts in
-  // the order the mesh axes make them; none: all of it.
-  static std::optional<VariableShard> shard_of(const MeshLayout& layout, const TensorType& type, const std::vector<int>& coords) {
-    const std::vector<std::pair<int64_t, int64_t>> block = layout.block(type, coords);
-    VariableShard shard;
-    for (const Layout& l : layout.axes)
-      if (l.is_split() && std::none_of(shard.cuts.begin(), shard.cuts.end(), [&](const VariableShard::Cut& c) { return c.axis == l.axis; }))
-        shard.cuts.push_back({l.axis, block[at(l.axis)].first, block[at(l.axis)].second});
-    if (shard.cuts.empty()) return std::nullopt;
-    return shard;
   }
 
   // The gradients that updates need summed over the devices, in buckets in the order backward

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,15 +59,16 @@ struct VariableShard {
   };
   std::vector<Cut> cuts;
   bool operator==(const VariableShard&) const = default;
-  // Block `inner` of this block (its offsets counted within this block), as a block of the whole.
-  VariableShard then(const VariableShard& inner) const {
-    VariableShard whole = *this;
-    for (const Cut& c : inner.cuts) {
-      auto it = std::find_if(whole.cuts.begin(), whole.cuts.end(), [&](const Cut& w) { return w.axis == c.axis; });
-      if (it == whole.cuts.end()) whole.cuts.push_back(c);
-      else *it = {c.axis, it->offset + c.offset, c.extent};
-    }
-    return whole;
+  // The block of a variable of type `type` laid out as `layout` that the device at mesh
+  // coordinates `coords` holds, its cuts in the order the mesh axes make them; none: all of it.
+  static std::optional<VariableShard> of(const graph::MeshLayout& layout, const TensorType& type, const std::vector<int>& coords) {
+    const std::vector<std::pair<int64_t, int64_t>> block = layout.block(type, coords);
+    VariableShard shard;
+    for (const graph::Layout& l : layout.axes)
+      if (l.is_split() && std::none_of(shard.cuts.begin(), shard.cuts.end(), [&](const Cut& c) { return c.axis == l.axis; }))
+        shard.cuts.push_back({l.axis, block[static_cast<std::size_t>(l.axis)].first, block[static_cast<std::size_t>(l.axis)].second});
+    if (shard.cuts.empty()) return std::nullopt;
+    return shard;
   }
 };
 
